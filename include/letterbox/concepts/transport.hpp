@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/consume_options.hpp>
+#include <letterbox/delivery.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/exchange.hpp>
+#include <letterbox/topology/queue.hpp>
+
+#include <concepts>
+#include <string>
+#include <system_error>
+
+namespace letterbox {
+
+/// The opt-in tag of `transport`: a model declares `using transport_concept = transport_tag;`.
+struct transport_tag {};
+
+namespace detail {
+// Completion handlers used to probe asynchronous operations in the concept. Any Asio
+// completion token works with a model; the concept checks the plain-callback form.
+struct error_completion {
+    void operator()(std::error_code) const {}
+};
+struct consume_completion {
+    void operator()(std::error_code, std::string) const {}
+};
+struct delivery_sink {
+    void operator()(delivery) const {}
+};
+} // namespace detail
+
+/// `T` declares that it keeps the semantic contract of `transport`.
+template <class T>
+concept transport_opted_in = std::derived_from<typename T::transport_concept, transport_tag>;
+
+/// `T` declares exchanges and queues and binds them, asynchronously.
+template <class T>
+concept topology_declarer = requires(T& t, const topology::exchange& x, const topology::queue& q,
+                                     const topology::binding& b) {
+    t.async_declare(x, detail::error_completion{});
+    t.async_declare(q, detail::error_completion{});
+    t.async_bind(b, detail::error_completion{});
+};
+
+/// `T` publishes messages and completes each publish when its outcome is known.
+template <class T>
+concept publisher = requires(T& t, const message& m) {
+    t.async_publish(m, detail::error_completion{});
+};
+
+/// `T` starts and cancels consumers that push deliveries to a handler.
+template <class T>
+concept subscriber = requires(T& t, const consume_options& o, const std::string& tag) {
+    t.async_consume(o, detail::delivery_sink{}, detail::consume_completion{});
+    t.async_cancel(tag, detail::error_completion{});
+};
+
+/// `T` settles deliveries: ack, nack and reject, each with or without requeue.
+template <class T>
+concept acknowledger = requires(T& t, const delivery& d, bool requeue) {
+    t.async_ack(d, detail::error_completion{});
+    t.async_nack(d, requeue, detail::error_completion{});
+    t.async_reject(d, requeue, detail::error_completion{});
+};
+
+/// A connection to a message broker that publishes with confirms, consumes with manual
+/// acknowledgement and declares topology: what letterbox's relay, middleware and consumers
+/// need from RabbitMQ or from its in-memory model.
+///
+/// Requirements, for `t` of type `T&` (every `async_` operation takes an Asio completion
+/// token and completes on the token's associated executor, defaulting to `t.get_executor()`):
+/// 1. `T::transport_concept` names `transport_tag` (opt-in);
+/// 2. `T::executor_type`, and `t.get_executor()`;
+/// 3. `t.async_declare(exchange|queue, tok)` and `t.async_bind(binding, tok)` complete with
+///    `void(std::error_code)`;
+/// 4. `t.async_publish(msg, tok)` completes with `void(std::error_code)`;
+/// 5. `t.async_consume(options, on_delivery, tok)` completes with
+///    `void(std::error_code, std::string consumer_tag)`; `on_delivery(delivery)` is then
+///    called for each delivery; `t.async_cancel(tag, tok)` stops it;
+/// 6. `t.async_ack(d, tok)`, `t.async_nack(d, requeue, tok)`, `t.async_reject(d, requeue, tok)`;
+/// 7. `t.async_close(tok)`.
+///
+/// Semantics (what the syntax cannot say):
+/// - **Publish means confirmed and routed.** A publish completes with success only when the
+///   broker confirmed it *and* routed it to at least one queue (published `mandatory`): an
+///   unroutable message completes with `errc::no_route` even though the broker also acks it.
+///   A refused one completes with `errc::publish_nacked`. When the connection is lost before
+///   the confirm, it completes with `errc::outcome_unknown`, never with success.
+/// - **At-least-once delivery.** A delivery that is not acked is redelivered (with
+///   `redelivered` set) after a nack or reject with requeue, or when its consumer's channel or
+///   connection closes. A nack or reject without requeue dead-letters it if the queue has a
+///   dead-letter exchange, and drops it otherwise.
+/// - **Ordering.** Deliveries from one queue to one consumer arrive in queue order; no order
+///   is promised across queues or across competing consumers.
+/// - `on_delivery` is called on the transport's executor, one delivery at a time per consumer.
+/// - Cancelling a consumer does not requeue its unacknowledged deliveries; they can still be
+///   settled.
+/// - `async_close` is idempotent; it completes pending publishes with `outcome_unknown` and
+///   requeues unacknowledged deliveries.
+///
+/// Does not require: exactly-once delivery, durability (see the model's features), thread
+/// safety of one object across threads (use a strand), or any particular error for declaring
+/// an existing entity with different properties (RabbitMQ says 406).
+///
+/// Models: `in_memory_transport`; `amqp::transport` (component `letterbox::amqp`).
+/// Archetype: `letterbox::testing::transport_archetype`. Conformance suite:
+/// `letterbox/testing/transport_suite.hpp`.
+template <class T>
+concept transport = transport_opted_in<T> && std::movable<T> && requires(T& t) {
+    typename T::executor_type;
+    { t.get_executor() } -> std::convertible_to<typename T::executor_type>;
+    t.async_close(detail::error_completion{});
+} && topology_declarer<T> && publisher<T> && subscriber<T> && acknowledger<T>;
+
+} // namespace letterbox

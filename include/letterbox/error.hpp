@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <string>
+#include <system_error>
+
+namespace letterbox {
+
+/// The one error vocabulary of letterbox. Every component reports `std::error_code`s whose
+/// category is `letterbox::error_category()`.
+///
+/// The values from `not_found` to `internal_error` carry the AMQP 0-9-1 reply code of the
+/// same name (see `amqp_reply_code`), so a channel or connection error from the in-memory
+/// model and from a real broker compare equal.
+enum class errc {
+    // Protocol reply codes (AMQP 0-9-1 §1.2, RabbitMQ names).
+    content_too_large = 1, ///< 311: a message exceeds the broker's size limit
+    no_route,              ///< 312: a mandatory message could not be routed (basic.return)
+    no_consumers,          ///< 313
+    connection_forced,     ///< 320: the broker closed the connection (shutdown, restart)
+    invalid_path,          ///< 402
+    access_refused,        ///< 403
+    not_found,             ///< 404: exchange or queue does not exist
+    resource_locked,       ///< 405: exclusive queue owned by another connection
+    precondition_failed,   ///< 406: e.g. unknown delivery tag, inequivalent declare
+    frame_error,           ///< 501
+    syntax_error,          ///< 502
+    command_invalid,       ///< 503
+    channel_error,         ///< 504
+    unexpected_frame,      ///< 505
+    resource_error,        ///< 506
+    not_allowed,           ///< 530
+    not_implemented,       ///< 540: e.g. global qos on a quorum queue
+    internal_error,        ///< 541
+
+    // Transport outcomes that are not reply codes.
+    channel_closed = 100, ///< the operation's channel is closed (see its close reason)
+    connection_closed,    ///< the operation's connection is closed
+    publish_nacked,       ///< the broker refused the publish (basic.nack)
+    outcome_unknown,      ///< the connection was lost before the confirm: it may or may not
+                          ///< have been stored; publish again with the same message id
+    consumer_cancelled,   ///< the broker cancelled the consumer (queue deleted, ...)
+    timed_out,            ///< a deadline passed
+    closed,               ///< the object was closed by its owner
+
+    // Payload (decoding and encoding) errors: permanent by nature.
+    payload_malformed = 200, ///< the body is not valid for its content type (e.g. not JSON)
+    payload_type_mismatch,   ///< the body parsed but does not match the requested type
+    payload_unencodable,     ///< the value could not be serialised (e.g. invalid UTF-8)
+
+    // Store errors.
+    already_processed = 300, ///< the inbox already holds (consumer id, message id)
+    duplicate_message_id,    ///< the outbox already holds this message id
+    lease_lost,              ///< the row's lease expired or belongs to another owner
+    record_not_found,        ///< no row with this id
+    transaction_closed,      ///< the unit of work was already committed or rolled back
+};
+
+/// The `std::error_category` of `letterbox::errc`.
+class error_category_impl final : public std::error_category {
+public:
+    const char* name() const noexcept override { return "letterbox"; }
+
+    std::string message(int value) const override {
+        switch (static_cast<errc>(value)) {
+        case errc::content_too_large:
+            return "content too large";
+        case errc::no_route:
+            return "no route: the message was returned as unroutable";
+        case errc::no_consumers:
+            return "no consumers";
+        case errc::connection_forced:
+            return "connection forced closed by the broker";
+        case errc::invalid_path:
+            return "invalid path";
+        case errc::access_refused:
+            return "access refused";
+        case errc::not_found:
+            return "not found";
+        case errc::resource_locked:
+            return "resource locked";
+        case errc::precondition_failed:
+            return "precondition failed";
+        case errc::frame_error:
+            return "frame error";
+        case errc::syntax_error:
+            return "syntax error";
+        case errc::command_invalid:
+            return "command invalid";
+        case errc::channel_error:
+            return "channel error";
+        case errc::unexpected_frame:
+            return "unexpected frame";
+        case errc::resource_error:
+            return "resource error";
+        case errc::not_allowed:
+            return "not allowed";
+        case errc::not_implemented:
+            return "not implemented";
+        case errc::internal_error:
+            return "internal error";
+        case errc::channel_closed:
+            return "channel closed";
+        case errc::connection_closed:
+            return "connection closed";
+        case errc::publish_nacked:
+            return "publish refused by the broker (nack)";
+        case errc::outcome_unknown:
+            return "publish outcome unknown: the connection was lost before the confirm";
+        case errc::consumer_cancelled:
+            return "consumer cancelled by the broker";
+        case errc::timed_out:
+            return "timed out";
+        case errc::closed:
+            return "closed";
+        case errc::payload_malformed:
+            return "payload malformed";
+        case errc::payload_type_mismatch:
+            return "payload does not match the requested type";
+        case errc::payload_unencodable:
+            return "payload cannot be encoded";
+        case errc::already_processed:
+            return "message already processed by this consumer";
+        case errc::duplicate_message_id:
+            return "duplicate message id";
+        case errc::lease_lost:
+            return "lease lost";
+        case errc::record_not_found:
+            return "record not found";
+        case errc::transaction_closed:
+            return "unit of work already finished";
+        }
+        return "unknown letterbox error";
+    }
+};
+
+/// Returns the category of `letterbox::errc`. Every call returns the same object.
+inline const std::error_category& error_category() noexcept {
+    // A function-local static constant, not mutable namespace-scope state.
+    static const error_category_impl instance;
+    return instance;
+}
+
+inline std::error_code make_error_code(errc e) noexcept {
+    return {static_cast<int>(e), error_category()};
+}
+
+/// The AMQP 0-9-1 reply code for a protocol error, or 0 when `e` is not one.
+inline constexpr int amqp_reply_code(errc e) noexcept {
+    switch (e) {
+    case errc::content_too_large:
+        return 311;
+    case errc::no_route:
+        return 312;
+    case errc::no_consumers:
+        return 313;
+    case errc::connection_forced:
+        return 320;
+    case errc::invalid_path:
+        return 402;
+    case errc::access_refused:
+        return 403;
+    case errc::not_found:
+        return 404;
+    case errc::resource_locked:
+        return 405;
+    case errc::precondition_failed:
+        return 406;
+    case errc::frame_error:
+        return 501;
+    case errc::syntax_error:
+        return 502;
+    case errc::command_invalid:
+        return 503;
+    case errc::channel_error:
+        return 504;
+    case errc::unexpected_frame:
+        return 505;
+    case errc::resource_error:
+        return 506;
+    case errc::not_allowed:
+        return 530;
+    case errc::not_implemented:
+        return 540;
+    case errc::internal_error:
+        return 541;
+    default:
+        return 0;
+    }
+}
+
+/// The AMQP reply-text prefix RabbitMQ uses for a protocol error ("PRECONDITION_FAILED").
+inline constexpr const char* amqp_reply_name(errc e) noexcept {
+    switch (e) {
+    case errc::content_too_large:
+        return "CONTENT_TOO_LARGE";
+    case errc::no_route:
+        return "NO_ROUTE";
+    case errc::no_consumers:
+        return "NO_CONSUMERS";
+    case errc::connection_forced:
+        return "CONNECTION_FORCED";
+    case errc::invalid_path:
+        return "INVALID_PATH";
+    case errc::access_refused:
+        return "ACCESS_REFUSED";
+    case errc::not_found:
+        return "NOT_FOUND";
+    case errc::resource_locked:
+        return "RESOURCE_LOCKED";
+    case errc::precondition_failed:
+        return "PRECONDITION_FAILED";
+    case errc::frame_error:
+        return "FRAME_ERROR";
+    case errc::syntax_error:
+        return "SYNTAX_ERROR";
+    case errc::command_invalid:
+        return "COMMAND_INVALID";
+    case errc::channel_error:
+        return "CHANNEL_ERROR";
+    case errc::unexpected_frame:
+        return "UNEXPECTED_FRAME";
+    case errc::resource_error:
+        return "RESOURCE_ERROR";
+    case errc::not_allowed:
+        return "NOT_ALLOWED";
+    case errc::not_implemented:
+        return "NOT_IMPLEMENTED";
+    case errc::internal_error:
+        return "INTERNAL_ERROR";
+    default:
+        return "";
+    }
+}
+
+/// An exception carrying a letterbox error code, thrown by the throwing convenience overloads.
+class error : public std::system_error {
+public:
+    explicit error(std::error_code ec)
+        : std::system_error(ec) {}
+    error(std::error_code ec, const std::string& what)
+        : std::system_error(ec, what) {}
+    explicit error(errc e)
+        : std::system_error(make_error_code(e)) {}
+    error(errc e, const std::string& what)
+        : std::system_error(make_error_code(e), what) {}
+};
+
+} // namespace letterbox
+
+template <>
+struct std::is_error_code_enum<letterbox::errc> : std::true_type {};

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <string_view>
+
+/// Well-known message header names. Code never spells these as string literals elsewhere.
+namespace letterbox::headers {
+
+// --- letterbox's own headers ------------------------------------------------------------
+// Attempts live in the message (DESIGN §3.4): they survive a consumer crash and scale-out.
+
+/// How many times letterbox handlers have attempted this message (a long).
+inline constexpr std::string_view attempts = "x-letterbox-attempts";
+/// Why the message was dead-lettered by letterbox (a longstr).
+inline constexpr std::string_view death_reason = "x-letterbox-death-reason";
+/// The exception type that caused the last failure (a longstr).
+inline constexpr std::string_view exception_type = "x-letterbox-exception-type";
+/// The exception message of the last failure (a longstr).
+inline constexpr std::string_view exception_message = "x-letterbox-exception-message";
+/// Timestamp of the first and of the last failure.
+inline constexpr std::string_view first_failure_time = "x-letterbox-first-failure-time";
+inline constexpr std::string_view last_failure_time = "x-letterbox-last-failure-time";
+/// Where the message was consumed when it failed.
+inline constexpr std::string_view original_exchange = "x-letterbox-original-exchange";
+inline constexpr std::string_view original_routing_key = "x-letterbox-original-routing-key";
+inline constexpr std::string_view original_queue = "x-letterbox-original-queue";
+/// The consumer id (inbox key) that failed to handle the message.
+inline constexpr std::string_view consumer_id = "x-letterbox-consumer-id";
+/// The aggregate a message belongs to (outbox ordering key).
+inline constexpr std::string_view aggregate_type = "x-letterbox-aggregate-type";
+inline constexpr std::string_view aggregate_id = "x-letterbox-aggregate-id";
+
+// --- RabbitMQ's headers -----------------------------------------------------------------
+
+/// The dead-letter history written by the broker: an array of tables, one per
+/// (queue, reason), each with the fields below.
+inline constexpr std::string_view x_death = "x-death";
+inline constexpr std::string_view x_first_death_reason = "x-first-death-reason";
+inline constexpr std::string_view x_first_death_queue = "x-first-death-queue";
+inline constexpr std::string_view x_first_death_exchange = "x-first-death-exchange";
+/// Written by RabbitMQ 3.13 and newer only (see `broker_profile`).
+inline constexpr std::string_view x_last_death_reason = "x-last-death-reason";
+inline constexpr std::string_view x_last_death_queue = "x-last-death-queue";
+inline constexpr std::string_view x_last_death_exchange = "x-last-death-exchange";
+/// Quorum queues: how many times the message was returned (a long).
+inline constexpr std::string_view x_delivery_count = "x-delivery-count";
+/// Quorum queues on RabbitMQ 4.3 and newer: how many times it was handed out.
+inline constexpr std::string_view x_acquired_count = "x-acquired-count";
+/// Sender-selected distribution: extra routing keys (arrays of longstr).
+inline constexpr std::string_view cc = "CC";
+inline constexpr std::string_view bcc = "BCC";
+
+/// Fields of one `x-death` table.
+namespace x_death_field {
+inline constexpr std::string_view count = "count";
+inline constexpr std::string_view reason = "reason";
+inline constexpr std::string_view queue = "queue";
+inline constexpr std::string_view time = "time";
+inline constexpr std::string_view exchange = "exchange";
+inline constexpr std::string_view routing_keys = "routing-keys";
+inline constexpr std::string_view original_expiration = "original-expiration";
+} // namespace x_death_field
+
+} // namespace letterbox::headers

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+/// The core of letterbox: the standard library, nlohmann_json and Boost.Asio headers only.
+/// Optional components have their own umbrellas (`letterbox/testing.hpp`, ...), never
+/// included from here.
+#include <letterbox/clock.hpp>
+#include <letterbox/concepts/clock.hpp>
+#include <letterbox/concepts/handler.hpp>
+#include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
+#include <letterbox/consume_options.hpp>
+#include <letterbox/delivery.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/field_table.hpp>
+#include <letterbox/headers.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/payload.hpp>
+#include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/exchange.hpp>
+#include <letterbox/topology/queue.hpp>
+#include <letterbox/topology/queue_arguments.hpp>
+#include <letterbox/topology/topic_match.hpp>
+#include <letterbox/version.hpp>

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/error.hpp>
+#include <letterbox/field_table.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace letterbox::topology {
+
+/// Names of the queue arguments letterbox understands.
+namespace args {
+inline constexpr std::string_view dead_letter_exchange = "x-dead-letter-exchange";
+inline constexpr std::string_view dead_letter_routing_key = "x-dead-letter-routing-key";
+inline constexpr std::string_view message_ttl = "x-message-ttl";
+inline constexpr std::string_view expires = "x-expires";
+inline constexpr std::string_view max_length = "x-max-length";
+inline constexpr std::string_view max_length_bytes = "x-max-length-bytes";
+inline constexpr std::string_view overflow = "x-overflow";
+inline constexpr std::string_view delivery_limit = "x-delivery-limit";
+inline constexpr std::string_view queue_type = "x-queue-type";
+} // namespace args
+
+/// `x-queue-type`. Streams are out of scope.
+enum class queue_type { classic, quorum };
+
+/// `x-overflow`: what happens when a publish would exceed `x-max-length(-bytes)`.
+enum class overflow_behaviour {
+    drop_head,         ///< drop (or dead-letter) the oldest ready messages
+    reject_publish,    ///< refuse the new message (publisher gets a nack)
+    reject_publish_dlx ///< refuse it and dead-letter it (classic queues)
+};
+
+inline constexpr std::string_view to_string(queue_type t) noexcept {
+    return t == queue_type::quorum ? "quorum" : "classic";
+}
+
+inline constexpr std::string_view to_string(overflow_behaviour o) noexcept {
+    switch (o) {
+    case overflow_behaviour::drop_head:
+        return "drop-head";
+    case overflow_behaviour::reject_publish:
+        return "reject-publish";
+    case overflow_behaviour::reject_publish_dlx:
+        return "reject-publish-dlx";
+    }
+    return "drop-head";
+}
+
+/// The typed form of a queue's `x-` arguments.
+///
+/// Build a declaration's arguments with `to_table()`; a broker model reads them back with
+/// `parse()`, which validates them as RabbitMQ does (406 PRECONDITION_FAILED on a bad type or
+/// value). Unknown arguments are ignored, as RabbitMQ ignores them.
+struct queue_arguments {
+    std::optional<std::string> dead_letter_exchange{};
+    std::optional<std::string> dead_letter_routing_key{};
+    std::optional<std::chrono::milliseconds> message_ttl{};
+    std::optional<std::chrono::milliseconds> expires{};
+    std::optional<std::int64_t> max_length{};
+    std::optional<std::int64_t> max_length_bytes{};
+    std::optional<overflow_behaviour> overflow{};
+    /// Quorum queues only. Negative means unlimited (RabbitMQ 4.x spells it -1).
+    std::optional<std::int64_t> delivery_limit{};
+    queue_type type = queue_type::classic;
+
+    friend bool operator==(const queue_arguments&, const queue_arguments&) = default;
+
+    /// The arguments as a field table, in a fixed order.
+    field_table to_table() const {
+        field_table t;
+        if (dead_letter_exchange)
+            t.set(args::dead_letter_exchange, *dead_letter_exchange);
+        if (dead_letter_routing_key)
+            t.set(args::dead_letter_routing_key, *dead_letter_routing_key);
+        if (message_ttl)
+            t.set(args::message_ttl, static_cast<std::int64_t>(message_ttl->count()));
+        if (expires)
+            t.set(args::expires, static_cast<std::int64_t>(expires->count()));
+        if (max_length)
+            t.set(args::max_length, *max_length);
+        if (max_length_bytes)
+            t.set(args::max_length_bytes, *max_length_bytes);
+        if (overflow)
+            t.set(args::overflow, std::string(to_string(*overflow)));
+        if (delivery_limit)
+            t.set(args::delivery_limit, *delivery_limit);
+        if (type != queue_type::classic)
+            t.set(args::queue_type, std::string(to_string(type)));
+        return t;
+    }
+
+    /// Reads and validates arguments. On failure returns `std::nullopt`, sets `ec` to
+    /// `errc::precondition_failed` and `reason` to a RabbitMQ-style explanation.
+    static std::optional<queue_arguments> parse(const field_table& t, std::error_code& ec,
+                                                std::string& reason) {
+        queue_arguments a;
+        ec.clear();
+        auto fail = [&](std::string_view name, std::string_view why) {
+            ec = errc::precondition_failed;
+            reason = "invalid arg '" + std::string(name) + "': " + std::string(why);
+            return std::nullopt;
+        };
+        auto text = [&](std::string_view name, std::optional<std::string>& out) -> bool {
+            if (const auto* v = t.find(name)) {
+                const auto* s = v->get_if<std::string>();
+                if (!s)
+                    return false;
+                out = *s;
+            }
+            return true;
+        };
+        auto integer = [&](std::string_view name, std::optional<std::int64_t>& out,
+                           bool allow_negative) -> int {
+            if (const auto* v = t.find(name)) {
+                auto i = v->as_integer();
+                if (!i)
+                    return 1; // wrong type
+                if (*i < 0 && !allow_negative)
+                    return 2; // negative
+                out = *i;
+            }
+            return 0;
+        };
+        if (!text(args::dead_letter_exchange, a.dead_letter_exchange))
+            return fail(args::dead_letter_exchange, "{unacceptable_type,not_longstr}");
+        if (!text(args::dead_letter_routing_key, a.dead_letter_routing_key))
+            return fail(args::dead_letter_routing_key, "{unacceptable_type,not_longstr}");
+        if (a.dead_letter_routing_key && !a.dead_letter_exchange)
+            return fail(args::dead_letter_routing_key, "{routing_key_but_no_dlx_defined,<<\"" +
+                                                           *a.dead_letter_routing_key + "\">>}");
+        std::optional<std::int64_t> i;
+        for (auto [name, negative_ok] :
+             {std::pair{args::message_ttl, false}, std::pair{args::expires, false},
+              std::pair{args::max_length, false}, std::pair{args::max_length_bytes, false},
+              std::pair{args::delivery_limit, true}}) {
+            i.reset();
+            switch (integer(name, i, negative_ok)) {
+            case 1:
+                return fail(name, "{unacceptable_type,not_integer}");
+            case 2:
+                return fail(name,
+                            "{value_negative," + std::to_string(*t.find(name)->as_integer()) + "}");
+            default:
+                break;
+            }
+            if (!i)
+                continue;
+            if (name == args::message_ttl)
+                a.message_ttl = std::chrono::milliseconds(*i);
+            else if (name == args::expires) {
+                if (*i == 0)
+                    return fail(name, "{value_zero,0}");
+                a.expires = std::chrono::milliseconds(*i);
+            } else if (name == args::max_length)
+                a.max_length = *i;
+            else if (name == args::max_length_bytes)
+                a.max_length_bytes = *i;
+            else
+                a.delivery_limit = *i;
+        }
+        std::optional<std::string> s;
+        if (!text(args::overflow, s))
+            return fail(args::overflow, "{unacceptable_type,not_longstr}");
+        if (s) {
+            if (*s == "drop-head")
+                a.overflow = overflow_behaviour::drop_head;
+            else if (*s == "reject-publish")
+                a.overflow = overflow_behaviour::reject_publish;
+            else if (*s == "reject-publish-dlx")
+                a.overflow = overflow_behaviour::reject_publish_dlx;
+            else
+                return fail(args::overflow, "{unknown_overflow_type,<<\"" + *s + "\">>}");
+        }
+        s.reset();
+        if (!text(args::queue_type, s))
+            return fail(args::queue_type, "{unacceptable_type,not_longstr}");
+        if (s) {
+            if (*s == "classic")
+                a.type = queue_type::classic;
+            else if (*s == "quorum")
+                a.type = queue_type::quorum;
+            else
+                return fail(args::queue_type, "{unsupported_queue_type,<<\"" + *s + "\">>}");
+        }
+        return a;
+    }
+};
+
+} // namespace letterbox::topology

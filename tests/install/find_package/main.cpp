@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: BSL-1.0
+// Consumer project: proves the installed headers and targets are usable. Shared with
+// ../add_subdirectory (CONSUMER_KIND tells them apart).
+#include <letterbox/letterbox.hpp>
+
+#include <letterbox/error.hpp>
+#include <letterbox/version.hpp>
+
+#ifdef CONSUMER_WITH_TESTING
+#include <letterbox/testing/seed.hpp>
+#endif
+
+#include <iostream>
+
+int main() {
+    const std::error_code code = letterbox::make_error_code(letterbox::errc::not_found);
+    std::cout << "letterbox " << LETTERBOX_VERSION_MAJOR << '.' << LETTERBOX_VERSION_MINOR << '.'
+              << LETTERBOX_VERSION_PATCH << " via " << CONSUMER_KIND << ": "
+              << code.category().name() << '\n';
+#ifdef CONSUMER_WITH_TESTING
+    std::cout << "derived seed " << letterbox::testing::derive_seed(1, "consumer") << '\n';
+#endif
+    return 0;
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Checks that dependencies point inward (STYLE 2.4):
+#   - core headers (everything under include/letterbox/ except component folders and umbrellas)
+#     include no component header and no component's third-party headers, nor <sqlite3.h>,
+#     <catch2/...>, <rapidcheck...>, <boost/beast...>, <openssl/...>;
+#   - a component (include/letterbox/<name>/ and <name>.hpp) includes core, itself and its own
+#     third-party headers, never another component or another component's third-party headers.
+#
+# usage: check_dependency_direction.sh <include/letterbox> <component>=<prefix>[,<prefix>...] ...
+#   e.g. check_dependency_direction.sh include/letterbox testing=catch2/,rapidcheck sqlite=sqlite3.h
+# Exits 1 and lists every offending line if the direction is broken.
+set -euo pipefail
+
+if [ $# -lt 1 ] || [ ! -d "$1" ]; then
+    echo "usage: $0 <include/letterbox dir> <component>=<prefix>[,<prefix>...] ..." >&2
+    exit 2
+fi
+root=${1%/}
+shift
+
+# Third-party headers that no core header may include, whatever the component table says.
+always_forbidden_in_core=(sqlite3.h catch2/ rapidcheck boost/beast openssl/)
+
+components=()
+declare -A externals=()
+for spec in "$@"; do
+    name=${spec%%=*}
+    components+=("$name")
+    externals[$name]=${spec#*=}
+done
+
+# ERE for an #include of a header whose path starts with one of the given prefixes.
+include_regex() {
+    local alternatives="" prefix
+    for prefix in "$@"; do
+        [ -n "$prefix" ] || continue
+        prefix=$(printf '%s' "$prefix" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+        alternatives+="${alternatives:+|}${prefix}"
+    done
+    [ -n "$alternatives" ] || return 1
+    printf '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](%s)' "$alternatives"
+}
+
+failures=0
+report() { # <rule> <grep -n output lines, prefixed with file names>
+    local rule=$1 lines=$2
+    [ -n "$lines" ] || return 0
+    failures=$((failures + 1))
+    printf 'dependency direction: %s\n' "$rule"
+    printf '%s\n' "$lines" | sed 's/^/  /'
+}
+
+# scan <regex> <files...>: matching lines as file:line:text
+scan() {
+    local regex=$1
+    shift
+    [ $# -gt 0 ] || return 0
+    grep -HnE -- "$regex" "$@" || true
+}
+
+mapfile -t all_files < <(find "$root" -type f \( -name '*.hpp' -o -name '*.ipp' -o -name '*.h' \) | sort)
+
+core_files=()
+declare -A component_files=()
+for file in "${all_files[@]}"; do
+    relative=${file#"$root"/}
+    owner=""
+    for name in "${components[@]}"; do
+        if [ "$relative" = "$name.hpp" ] || [[ $relative == "$name"/* ]]; then
+            owner=$name
+        fi
+    done
+    if [ -z "$owner" ]; then
+        core_files+=("$file")
+    else
+        component_files[$owner]+="$file"$'\n'
+    fi
+done
+
+# Core: no component headers, no optional third-party headers.
+core_forbidden=("${always_forbidden_in_core[@]}")
+for name in "${components[@]}"; do
+    core_forbidden+=("letterbox/$name/" "letterbox/$name.hpp")
+    IFS=, read -r -a prefixes <<<"${externals[$name]}"
+    core_forbidden+=("${prefixes[@]}")
+done
+report "core headers must not include components or optional third-party headers" \
+    "$(scan "$(include_regex "${core_forbidden[@]}")" "${core_files[@]}")"
+
+# Components: nothing from other components, nor their third-party headers.
+for name in "${components[@]}"; do
+    mapfile -t files < <(printf '%s' "${component_files[$name]:-}")
+    [ ${#files[@]} -gt 0 ] || continue
+    IFS=, read -r -a own <<<"${externals[$name]}"
+    forbidden=()
+    for other in "${components[@]}"; do
+        [ "$other" != "$name" ] || continue
+        forbidden+=("letterbox/$other/" "letterbox/$other.hpp")
+        IFS=, read -r -a prefixes <<<"${externals[$other]}"
+        for prefix in "${prefixes[@]}"; do
+            # A prefix that is also one of our own (shared dependency) stays allowed.
+            mine=0
+            for o in "${own[@]}"; do [ "$o" != "$prefix" ] || mine=1; done
+            [ $mine -eq 1 ] || forbidden+=("$prefix")
+        done
+    done
+    for prefix in "${always_forbidden_in_core[@]}"; do
+        mine=0
+        for o in "${own[@]}"; do [ "$o" != "$prefix" ] || mine=1; done
+        [ $mine -eq 1 ] || forbidden+=("$prefix")
+    done
+    report "component '$name' must include only core, itself and its own dependencies (${externals[$name]:-none})" \
+        "$(scan "$(include_regex "${forbidden[@]}")" "${files[@]}")"
+done
+
+if [ $failures -ne 0 ]; then
+    exit 1
+fi
+echo "dependency direction: ok (${#core_files[@]} core headers, components: ${components[*]:-none})"

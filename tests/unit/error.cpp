@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSL-1.0
+#include <letterbox/error.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace letterbox;
+
+TEST_CASE("letterbox error codes have their own category and readable messages", "[error]") {
+    std::error_code ec = errc::outcome_unknown;
+    CHECK(ec.category() == letterbox::error_category());
+    CHECK(std::string(ec.category().name()) == "letterbox");
+    CHECK(ec.message().find("unknown") != std::string::npos);
+    CHECK(std::error_code(errc::not_found) != std::error_code(errc::precondition_failed));
+    CHECK(std::error_code(static_cast<errc>(9999)).message() == "unknown letterbox error");
+}
+
+TEST_CASE("protocol errors map to their AMQP reply codes and names", "[error]") {
+    CHECK(amqp_reply_code(errc::not_found) == 404);
+    CHECK(amqp_reply_code(errc::precondition_failed) == 406);
+    CHECK(amqp_reply_code(errc::not_implemented) == 540);
+    CHECK(amqp_reply_code(errc::no_route) == 312);
+    CHECK(amqp_reply_code(errc::outcome_unknown) == 0);
+    CHECK(std::string(amqp_reply_name(errc::resource_locked)) == "RESOURCE_LOCKED");
+    CHECK(std::string(amqp_reply_name(errc::closed)).empty());
+}
+
+TEST_CASE("letterbox::error carries its code", "[error]") {
+    try {
+        throw letterbox::error(errc::lease_lost, "row 5");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == errc::lease_lost);
+        CHECK(std::string(e.what()).find("row 5") != std::string::npos);
+    }
+}

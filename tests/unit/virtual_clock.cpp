@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: BSL-1.0
+#include <letterbox/virtual_clock.hpp>
+
+#include <letterbox/clock.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace letterbox;
+using namespace std::chrono_literals;
+
+namespace {
+// An io_context that ran out of work is stopped; restart it before polling again.
+std::size_t poll(boost::asio::io_context& io) {
+    io.restart();
+    return io.poll();
+}
+} // namespace
+
+TEST_CASE("virtual time moves only when the clock is advanced", "[clock]") {
+    virtual_clock c;
+    const auto t0 = c.now();
+    CHECK(c.now() == t0);
+    c.advance(5s);
+    CHECK(c.now() - t0 == 5s);
+    CHECK(c.wall_now() == virtual_clock::default_wall_epoch + 5s);
+    c.advance_to(t0); // never backwards
+    CHECK(c.now() - t0 == 5s);
+}
+
+TEST_CASE("virtual timers fire in deadline order, equal deadlines in arrival order", "[clock]") {
+    boost::asio::io_context io;
+    virtual_clock c;
+    std::vector<int> fired;
+    auto t1 = c.make_timer(io.get_executor());
+    auto t2 = c.make_timer(io.get_executor());
+    auto t3 = c.make_timer(io.get_executor());
+    t1.expires_after(30ms);
+    t2.expires_after(10ms);
+    t3.expires_after(30ms);
+    t1.async_wait([&](boost::system::error_code ec) { fired.push_back(ec ? -1 : 1); });
+    t2.async_wait([&](boost::system::error_code ec) { fired.push_back(ec ? -2 : 2); });
+    t3.async_wait([&](boost::system::error_code ec) { fired.push_back(ec ? -3 : 3); });
+    poll(io);
+    CHECK(fired.empty());
+    CHECK(c.pending() == 3);
+    c.advance(10ms);
+    CHECK(fired.empty()); // handlers are posted, not run inline
+    poll(io);
+    CHECK(fired == std::vector<int>{2});
+    REQUIRE(c.advance_to_next());
+    poll(io);
+    CHECK(fired == std::vector<int>{2, 1, 3});
+    CHECK_FALSE(c.advance_to_next());
+    CHECK_FALSE(c.next_deadline().has_value());
+}
+
+TEST_CASE("cancelling or re-arming a virtual timer aborts its pending waits", "[clock]") {
+    boost::asio::io_context io;
+    virtual_clock c;
+    std::vector<boost::system::error_code> results;
+    auto t = c.make_timer(io.get_executor());
+    t.expires_after(1s);
+    t.async_wait([&](boost::system::error_code ec) { results.push_back(ec); });
+    CHECK(t.expires_after(2s) == 1);
+    t.async_wait([&](boost::system::error_code ec) { results.push_back(ec); });
+    c.advance(1s);
+    poll(io);
+    REQUIRE(results.size() == 1);
+    CHECK(results[0] == boost::asio::error::operation_aborted);
+    {
+        auto gone = c.make_timer(io.get_executor());
+        gone.expires_after(1s);
+        gone.async_wait([&](boost::system::error_code ec) { results.push_back(ec); });
+    } // destruction cancels
+    c.advance(1s);
+    poll(io);
+    REQUIRE(results.size() == 3);
+    CHECK(results[1] == boost::asio::error::operation_aborted);
+    CHECK_FALSE(results[2]);
+}
+
+TEST_CASE("a wait on an expiry already passed completes at once and futures work", "[clock]") {
+    boost::asio::io_context io;
+    virtual_clock c;
+    auto t = c.make_timer(io.get_executor());
+    t.expires_at(c.now());
+    auto f = t.async_wait(boost::asio::use_future);
+    poll(io);
+    REQUIRE(f.wait_for(5s) ==
+            std::future_status::ready); // use_future completes on its own executor
+    CHECK_NOTHROW(f.get());
+}
+
+TEST_CASE("both shipped clocks model the clock concept", "[clock]") {
+    STATIC_REQUIRE(letterbox::clock<virtual_clock>);
+    STATIC_REQUIRE(letterbox::clock<steady_clock>);
+    STATIC_REQUIRE(letterbox::waitable_timer<virtual_clock::timer_type<>>);
+}
