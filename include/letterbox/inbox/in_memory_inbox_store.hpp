@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/store_time.hpp>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace letterbox {
+
+/// An `inbox_store` that keeps its (consumer id, message id) records in process memory, for
+/// tests, simulations and single-process prototypes.
+///
+/// Limits, plainly: **not durable** (a restart forgets every record, so redeliveries after it
+/// repeat their effects), **not for distributed use** (consumers in other processes do not
+/// share it), and `purge` scans every record. Records are staged in an
+/// `in_memory_unit_of_work`, which can span an `in_memory_outbox_store` too; the unique key is
+/// checked again when the unit commits, so of two units that record the same key concurrently
+/// exactly one commits.
+///
+/// Fault injection: `fail_nth(n, ec)` makes the `n`-th operation from now (0 = the next one)
+/// fail with `ec` and no effect. Every public operation counts as one, and so does the commit
+/// of a unit of work that wrote to this store (the commit then fails and applies nothing).
+///
+/// Thread safety: every member function may be called concurrently.
+class in_memory_inbox_store {
+public:
+    using inbox_store_concept = inbox_store_tag;
+    using unit_of_work_type = in_memory_unit_of_work;
+
+    in_memory_inbox_store() = default;
+    in_memory_inbox_store(const in_memory_inbox_store&) = delete;
+    in_memory_inbox_store& operator=(const in_memory_inbox_store&) = delete;
+
+    /// Stages the record of (`consumer_id`, `id`), stamped `now`, in `uow`. Returns
+    /// `errc::already_processed` when the key is recorded or already staged in `uow`, or
+    /// `errc::transaction_closed` when `uow` is finished.
+    std::error_code try_record(in_memory_unit_of_work& uow, std::string_view consumer_id,
+                               const message_id& id, store_time now);
+
+    /// Whether (`consumer_id`, `id`) is recorded (committed).
+    bool contains(std::string_view consumer_id, const message_id& id, std::error_code& ec);
+
+    /// Deletes records stamped before `older_than`; returns how many.
+    std::size_t purge(store_time older_than, std::error_code& ec);
+
+    /// How many records the store holds.
+    std::size_t size(std::error_code& ec);
+
+    /// Makes operation `n` from now (0 = the next one) fail once with `ec`; replaces any
+    /// earlier request.
+    void fail_nth(std::size_t n, std::error_code ec = errc::internal_error);
+
+    /// How many operations were counted so far (including failed ones and commits).
+    std::size_t operation_count();
+
+private:
+    using key_type = std::pair<std::string, message_id>;
+
+    static std::string staging_key(std::string_view consumer_id, const message_id& id) {
+        // A message id's text has a fixed length, so this is unambiguous.
+        return letterbox::to_string(id) + std::string(consumer_id);
+    }
+
+    detail::in_memory_participant core_; // mutex + fault counter, shared with commits
+    std::map<key_type, store_time, std::less<>> records_;
+};
+
+inline std::error_code in_memory_inbox_store::try_record(in_memory_unit_of_work& uow,
+                                                         std::string_view consumer_id,
+                                                         const message_id& id, store_time now) {
+    std::lock_guard lock(core_.mutex);
+    if (auto ec = core_.faults.next())
+        return ec;
+    if (!uow.is_open())
+        return errc::transaction_closed;
+    key_type key{std::string(consumer_id), id};
+    std::string staged = staging_key(consumer_id, id);
+    if (records_.contains(key) || uow.has_staged(core_, staged))
+        return errc::already_processed;
+    // The unique key decides at commit, not this read: validate runs again under the lock
+    // held by the commit, so a concurrent unit that committed first makes this one fail.
+    return uow.stage(
+        core_, std::move(staged),
+        [this, key]() -> std::error_code {
+            return records_.contains(key) ? make_error_code(errc::already_processed)
+                                          : std::error_code{};
+        },
+        [this, key, now]() { records_.emplace(key, now); });
+}
+
+inline bool in_memory_inbox_store::contains(std::string_view consumer_id, const message_id& id,
+                                            std::error_code& ec) {
+    std::lock_guard lock(core_.mutex);
+    ec = core_.faults.next();
+    if (ec)
+        return false;
+    return records_.contains(key_type{std::string(consumer_id), id});
+}
+
+inline std::size_t in_memory_inbox_store::purge(store_time older_than, std::error_code& ec) {
+    std::lock_guard lock(core_.mutex);
+    ec = core_.faults.next();
+    if (ec)
+        return 0;
+    return std::erase_if(records_, [&](const auto& r) { return r.second < older_than; });
+}
+
+inline std::size_t in_memory_inbox_store::size(std::error_code& ec) {
+    std::lock_guard lock(core_.mutex);
+    ec = core_.faults.next();
+    if (ec)
+        return 0;
+    return records_.size();
+}
+
+inline void in_memory_inbox_store::fail_nth(std::size_t n, std::error_code ec) {
+    std::lock_guard lock(core_.mutex);
+    core_.faults.fail_nth(n, ec);
+}
+
+inline std::size_t in_memory_inbox_store::operation_count() {
+    std::lock_guard lock(core_.mutex);
+    return core_.faults.count();
+}
+
+} // namespace letterbox

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// Helpers shared by outbox_store_suite.hpp and inbox_store_suite.hpp. Private.
+
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/store_time.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace letterbox::testing::detail::store_suite {
+
+using namespace std::chrono_literals;
+
+/// The text that assertions compare, so a failure prints both codes in words.
+inline constexpr std::string_view success = "success";
+
+inline std::string describe(std::error_code ec) {
+    if (!ec)
+        return std::string(success);
+    return std::string(ec.category().name()) + ":" + std::to_string(ec.value()) + " (" +
+           ec.message() + ")";
+}
+
+inline std::string describe(errc e) {
+    return describe(make_error_code(e));
+}
+
+/// A fixed instant on whole seconds, so that stores keeping milliseconds round-trip it.
+inline store_time epoch() {
+    return store_time{std::chrono::sys_days{std::chrono::year{2024} / 1 / 1}};
+}
+
+/// The store type of a fixture's context.
+template <class Fixture>
+using fixture_store_t =
+    std::remove_reference_t<decltype(std::declval<decltype(Fixture::make())&>().store())>;
+
+/// `Fixture::features` if it declares them, else the defaults.
+template <class Fixture, class Features>
+constexpr Features features_of() {
+    if constexpr (requires { Features{Fixture::features}; })
+        return Features{Fixture::features};
+    else
+        return Features{};
+}
+
+} // namespace letterbox::testing::detail::store_suite

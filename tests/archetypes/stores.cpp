@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSL-1.0
+// Compile-only: the store archetypes model their concepts, and every generic component over
+// the stores (today: the conformance suites' checks) compiles with them, so it uses nothing
+// the concepts do not promise.
+
+#include <letterbox/testing/archetypes/inbox_store.hpp>
+#include <letterbox/testing/archetypes/outbox_store.hpp>
+#include <letterbox/testing/archetypes/unit_of_work.hpp>
+#include <letterbox/testing/inbox_store_suite.hpp>
+#include <letterbox/testing/outbox_store_suite.hpp>
+
+#include <cstdint>
+
+namespace lt = letterbox::testing;
+using outbox_archetype = lt::outbox_store_archetype;
+using inbox_archetype = lt::inbox_store_archetype;
+
+static_assert(letterbox::unit_of_work<lt::unit_of_work_archetype>);
+static_assert(letterbox::outbox_store<outbox_archetype>);
+static_assert(letterbox::inbox_store<inbox_archetype>);
+
+template struct letterbox::testing::outbox_store_harness<outbox_archetype>;
+template struct letterbox::testing::inbox_store_harness<inbox_archetype>;
+
+// clang-format off
+template void lt::detail::outbox_check_add_is_invisible_until_commit<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_rollback_leaves_no_trace<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_on_commit_runs_only_after_commit<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_finished_unit_of_work_is_closed<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_duplicate_message_id_is_refused<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_claim_returns_creation_order<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_claim_honours_next_attempt_time<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_lease_excludes_other_owners<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_release_expired_leases<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_per_aggregate_order<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_parked_event_blocks_its_aggregate<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_mark_published_requires_lease_owner<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_record_failure_counts_and_parks<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_park_and_unpark<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_purge_published_by_retention<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_stats<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_list_filters_and_pages<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_concurrent_claimers<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+
+template void lt::detail::inbox_check_first_record_wins<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_duplicate_after_commit<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_duplicate_within_unit<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_overlapping_units_one_commits<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_concurrent_threads_one_commits<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_rollback_removes_record<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_finished_unit_of_work_is_closed<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_keys_are_per_consumer<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_purge_by_age<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_random_deliveries_record_once<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&, std::uint64_t);
+template void lt::detail::inbox_check_random_deliveries_record_once_seeded<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+// clang-format on
