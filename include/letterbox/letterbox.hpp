@@ -30,4 +30,5 @@
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/topology/topic_match.hpp>
+#include <letterbox/transport/in_memory.hpp>
 #include <letterbox/version.hpp>

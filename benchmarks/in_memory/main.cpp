@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// bench_in_memory: single-thread throughput of the in-memory RabbitMQ model (core only).
+//
+// What it measures, on ONE thread, for 256-byte messages:
+//
+//   broker      the channel API as a user writes it: `basic_qos(100)`, a consumer whose handler
+//               acks each delivery (`basic_ack`), and `basic_publish` of a fresh message to a
+//               classic queue through the default exchange. No publisher confirms. The broker
+//               reads the real (steady) clock, as `broker b(ex)` does by default.
+//   transport   the same hand-off through `in_memory_transport` (the `transport` concept adapter):
+//               `async_publish` (mandatory, confirm mode) with a completion handler, 100 publishes
+//               in flight; a consumer (prefetch 100) whose handler calls `async_ack`. Completion
+//               handlers run on a single-threaded `io_context`.
+//   bare        the baseline: a `std::deque` of a message-like struct guarded by a `std::mutex`;
+//               push, pop, "ack" = nothing.
+//
+// Every side builds a fresh 256-byte body per message and reads one byte of what it receives.
+// Rates are messages per second of the thread's CPU time (the machine is shared). Each row runs
+// model and baseline alternately, `--repeat` times (default 5), and reports the medians.
+//
+// Usage: bench_in_memory [--messages N] [--repeat R]
+#include <letterbox/transport/in_memory.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <time.h>
+
+namespace lb = letterbox;
+namespace im = letterbox::in_memory;
+
+namespace {
+
+constexpr std::size_t body_size = 256;
+constexpr std::uint16_t prefetch = 100;
+
+// A fresh body per message, on every side, so allocation costs are the same.
+std::string make_body(std::uint64_t i) {
+    return std::string(body_size, static_cast<char>('a' + i % 26));
+}
+
+// Keeps the compiler from dropping the consumer's work.
+volatile std::uint64_t sink = 0;
+
+// Rates come from the thread's CPU time, not wall time: the machine is shared (2 cores), and
+// time spent preempted by other processes is not the model's cost. Nothing here sleeps or waits.
+double cpu_now() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// -- bare: std::deque + std::mutex -------------------------------------------------------------
+
+// The bare hand-off carries the same `letterbox::message` the model carries (id, type,
+// exchange, routing key, headers, 256-byte body, properties), so the ratio prices what the model
+// adds: routing, queue state, delivery tags, prefetch, acknowledgement and events.
+double run_bare(std::uint64_t n) {
+    using bare_message = lb::message;
+    std::deque<bare_message> q;
+    std::mutex m;
+    std::uint64_t seen = 0;
+    const double t0 = cpu_now();
+    for (std::uint64_t i = 0; i < n; ++i) {
+        {
+            std::lock_guard lock(m);
+            bare_message msg;
+            msg.routing_key = "bench";
+            msg.body = make_body(i);
+            q.push_back(std::move(msg));
+        }
+        bare_message got;
+        {
+            std::lock_guard lock(m);
+            got = std::move(q.front());
+            q.pop_front();
+        }
+        seen += static_cast<unsigned char>(got.body[0]); // "handle"; ack = nothing
+    }
+    const double s = cpu_now() - t0;
+    sink = sink + seen;
+    return static_cast<double>(n) / s;
+}
+
+// -- broker: channel API ----------------------------------------------------------------------
+
+double run_broker(std::uint64_t n) {
+    boost::asio::io_context io;
+    im::broker b(io.get_executor());
+    auto conn = b.connect("bench");
+    auto ch = conn.open_channel();
+    if (ch.queue_declare(lb::topology::queue{.name = "bench"}))
+        std::abort();
+    ch.basic_qos(prefetch);
+    std::uint64_t seen = 0;
+    std::uint64_t received = 0;
+    std::error_code ec;
+    ch.basic_consume(
+        "bench",
+        [&](const im::basic_delivery& d) {
+            seen += static_cast<unsigned char>(d.msg->body[0]);
+            ++received;
+            ch.basic_ack(d.delivery_tag);
+        },
+        ec);
+    if (ec)
+        std::abort();
+    const double t0 = cpu_now();
+    for (std::uint64_t i = 0; i < n; ++i) {
+        lb::message m;
+        m.routing_key = "bench";
+        m.body = make_body(i);
+        ch.basic_publish(std::move(m));
+    }
+    const double s = cpu_now() - t0;
+    if (received != n || b.counters().acked != n || b.total_ready() != 0 ||
+        b.total_unacked() != 0) {
+        std::fprintf(stderr, "broker: received %llu of %llu\n",
+                     static_cast<unsigned long long>(received), static_cast<unsigned long long>(n));
+        std::exit(1);
+    }
+    sink = sink + seen;
+    return static_cast<double>(n) / s;
+}
+
+// -- transport: in_memory_transport with completion handlers ---------------------------------
+
+double run_transport(std::uint64_t n) {
+    boost::asio::io_context io;
+    im::broker b(io.get_executor());
+    lb::in_memory_transport t(b, "bench");
+    std::error_code first_error;
+    auto check = [&](std::error_code ec) {
+        if (ec && !first_error)
+            first_error = ec;
+    };
+    t.async_declare(lb::topology::queue{.name = "bench"}, check);
+    std::uint64_t seen = 0;
+    std::uint64_t received = 0;
+    t.async_consume(
+        lb::consume_options{.queue = "bench", .prefetch = prefetch},
+        [&](lb::delivery d) {
+            seen += static_cast<unsigned char>(d.msg.body[0]);
+            ++received;
+            t.async_ack(d, check);
+        },
+        [&](std::error_code ec, std::string) { check(ec); });
+    io.run();
+    io.restart();
+
+    // `prefetch` publish chains: each completion starts the next publish.
+    std::uint64_t started = 0;
+    std::uint64_t confirmed = 0;
+    std::function<void()> publish_next = [&] {
+        if (started == n)
+            return;
+        lb::message m;
+        m.routing_key = "bench";
+        m.body = make_body(started++);
+        t.async_publish(m, [&](std::error_code ec) {
+            check(ec);
+            ++confirmed;
+            publish_next();
+        });
+    };
+    const double t0 = cpu_now();
+    for (unsigned i = 0; i < prefetch; ++i)
+        publish_next();
+    io.run();
+    const double s = cpu_now() - t0;
+    if (first_error || confirmed != n || received != n || b.counters().acked != n) {
+        std::fprintf(stderr, "transport: %s; confirmed %llu received %llu of %llu\n",
+                     first_error.message().c_str(), static_cast<unsigned long long>(confirmed),
+                     static_cast<unsigned long long>(received), static_cast<unsigned long long>(n));
+        std::exit(1);
+    }
+    sink = sink + seen;
+    return static_cast<double>(n) / s;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const auto k = v.size() / 2;
+    return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
+}
+
+struct row {
+    const char* name;
+    double model;
+    double bare;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::uint64_t n = 1'000'000;
+    int repeat = 5;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (std::strcmp(argv[i], "--messages") == 0)
+            n = std::strtoull(argv[i + 1], nullptr, 10);
+        else if (std::strcmp(argv[i], "--repeat") == 0)
+            repeat = std::max(1, std::atoi(argv[i + 1]));
+    }
+    std::printf(
+        "bench_in_memory: %llu messages of %zu bytes per run, median of %d runs, one thread\n",
+        static_cast<unsigned long long>(n), body_size, repeat);
+
+    // Runs model and baseline alternately, so background load hits both alike.
+    auto measure = [&](const char* name, double (*model)(std::uint64_t)) {
+        std::vector<double> m, r;
+        model(n / 10 + 1); // warm-up
+        run_bare(n / 10 + 1);
+        for (int i = 0; i < repeat; ++i) {
+            m.push_back(model(n));
+            r.push_back(run_bare(n));
+        }
+        return row{name, median(m), median(r)};
+    };
+    const row rows[] = {
+        measure("broker (channel: publish, consume prefetch 100, ack)", run_broker),
+        measure("in_memory_transport (async_publish, consume, async_ack)", run_transport)};
+
+    std::printf("\n%-58s %12s %9s %12s %9s %8s\n", "path", "model msg/s", "ns/msg", "bare msg/s",
+                "ns/msg", "ratio");
+    for (const auto& r : rows)
+        std::printf("%-58s %12.0f %9.0f %12.0f %9.0f %7.3fx\n", r.name, r.model, 1e9 / r.model,
+                    r.bare, 1e9 / r.bare, r.model / r.bare);
+    std::printf("\nbare = std::deque<letterbox::message> (256-byte body) + std::mutex: push, pop, "
+                "no ack\n");
+    const auto& broker_row = rows[0];
+    std::printf("targets for the broker row: >= 2000000 msg/s: %s; >= 0.4x bare: %s\n",
+                broker_row.model >= 2e6 ? "met" : "MISSED",
+                broker_row.model >= 0.4 * broker_row.bare ? "met" : "MISSED");
+    return 0;
+}

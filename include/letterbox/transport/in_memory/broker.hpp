@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/clock.hpp>
+#include <letterbox/steady_clock.hpp>
+#include <letterbox/transport/in_memory/broker_counters.hpp>
+#include <letterbox/transport/in_memory/broker_profile.hpp>
+#include <letterbox/transport/in_memory/connection.hpp>
+#include <letterbox/transport/in_memory/detail/broker_state.hpp>
+#include <letterbox/transport/in_memory/detail/clock_adapter.hpp>
+#include <letterbox/transport/in_memory/queue_info.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace letterbox::in_memory {
+
+/// Options of the in-memory broker.
+struct broker_options {
+    /// Which RabbitMQ version to reproduce.
+    broker_profile profile = broker_profile::rabbitmq_3_10();
+    /// `max_message_size` in bytes; `std::nullopt` takes the profile's default.
+    std::optional<std::size_t> max_message_size{};
+};
+
+/// An in-memory model of a RabbitMQ 0-9-1 broker: exchanges, bindings, queues with their
+/// arguments, consumers with prefetch, acknowledgements, dead-lettering with `x-death`,
+/// TTL, length limits, quorum delivery limits, publisher confirms and returns, durability
+/// across a simulated restart, and counters for every way a message can leave a queue.
+///
+/// It is a deterministic state machine: given the same operations, and on a single-threaded
+/// `io_context` with a `virtual_clock`, it produces the same deliveries in the same order.
+/// Time (TTL expiry) is read from the clock; expiry timers run on the executor. Clients
+/// open a `connection`, then `channel`s. docs/in-memory-transport.md lists every modelled
+/// behaviour and every known difference from RabbitMQ.
+///
+/// Fault hooks, for tests and simulations: `sever_all`, `nack_nth_publish`,
+/// `lose_nth_confirm` and `restart`.
+///
+/// Thread safety: none. Use the broker, its connections and channels from the executor's
+/// thread only (a single-threaded `io_context` or a strand). The clock must outlive the
+/// broker.
+class broker {
+public:
+    /// A broker on `ex` using the real clock.
+    explicit broker(boost::asio::any_io_executor ex, broker_options opts = {})
+        : broker(ex, default_clock(), std::move(opts)) {}
+
+    /// A broker on `ex` reading time from `clock` (e.g. a `virtual_clock`).
+    template <letterbox::clock Clock>
+    broker(boost::asio::any_io_executor ex, Clock& clock, broker_options opts = {})
+        : ex_(ex)
+        , state_(std::make_shared<detail::broker_state>(
+              std::make_unique<detail::clock_model<Clock>>(clock, ex), opts.profile,
+              opts.max_message_size.value_or(opts.profile.max_message_size))) {}
+
+    broker(const broker&) = delete;
+    broker& operator=(const broker&) = delete;
+    broker(broker&&) noexcept = default;
+    broker& operator=(broker&&) noexcept = default;
+
+    boost::asio::any_io_executor get_executor() const noexcept { return ex_; }
+    const broker_profile& profile() const noexcept { return state_->profile(); }
+
+    /// Opens a client connection; `name` is for diagnostics.
+    connection connect(std::string name = {}) {
+        return connection(state_, state_->open_connection(std::move(name)));
+    }
+
+    // -- observation -------------------------------------------------------------------------
+    const broker_counters& counters() const noexcept { return state_->counters(); }
+    std::optional<queue_info> queue(std::string_view name) const { return state_->info(name); }
+    std::vector<std::string> queue_names() const { return state_->queue_names(); }
+    bool has_exchange(std::string_view name) const { return state_->has_exchange(name); }
+    /// The bindings whose source is `exchange`.
+    std::vector<topology::binding> bindings(std::string_view exchange) const {
+        return state_->bindings_of(exchange);
+    }
+    /// Ready messages over every queue.
+    std::size_t total_ready() const { return state_->totals().first; }
+    /// Unacknowledged deliveries over every queue.
+    std::size_t total_unacked() const { return state_->totals().second; }
+    std::size_t connection_count() const noexcept { return state_->open_connections(); }
+
+    // -- faults ------------------------------------------------------------------------------
+    /// Closes every client connection with CONNECTION_FORCED (a network failure): their
+    /// unacknowledged deliveries are requeued, and publishes awaiting a confirm have an
+    /// unknown outcome.
+    void sever_all() { state_->sever_all(); }
+    /// The n-th publish from now (n >= 1; 0 disarms) is refused: nacked, not stored.
+    void nack_nth_publish(std::uint64_t n) { state_->nack_nth_publish(n); }
+    /// The n-th publish from now (n >= 1; 0 disarms) is stored, but its confirm is lost and
+    /// its connection drops, so the publisher sees an unknown outcome.
+    void lose_nth_confirm(std::uint64_t n) { state_->lose_nth_confirm(n); }
+    /// Restarts the broker: every connection drops; what survives is exactly what a real one
+    /// keeps: durable exchanges and queues, their bindings, and the persistent messages of
+    /// durable classic queues (every message of a quorum queue). Unacknowledged messages come
+    /// back marked redelivered. Counters are kept.
+    void restart() { state_->restart(); }
+
+private:
+    // The steady clock is stateless, so one constant instance serves every broker.
+    static const steady_clock& default_clock() {
+        static const steady_clock c;
+        return c;
+    }
+
+    boost::asio::any_io_executor ex_;
+    std::shared_ptr<detail::broker_state> state_{};
+};
+
+} // namespace letterbox::in_memory

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace letterbox::in_memory {
+
+/// The RabbitMQ version whose behaviour the in-memory broker reproduces.
+///
+/// Every behaviour that changed between versions is a field here, never an ad-hoc branch.
+/// The baseline is RabbitMQ 3.10 (Debian 12's `rabbitmq-server` 3.10.8): where its behaviour
+/// differs from the documentation, the fields follow what a real 3.10.8 broker was seen to do
+/// (docs/in-memory-transport.md lists each one with its source).
+struct broker_profile {
+    std::string_view name = "3.10";
+
+    /// 3.10: on each dead-lettering event the other `x-death` entries are reversed.
+    bool reverse_x_death_on_event = true;
+    /// 3.13+: `x-last-death-{reason,queue,exchange}` headers are written.
+    bool x_last_death_headers = false;
+    /// 3.10: an `x-death` header published by a client is kept and extended as history.
+    /// 3.13+: it is ignored and a new history starts.
+    bool client_x_death_is_history = true;
+    /// 3.13+: the `CC` header survives dead-lettering with an explicit dead-letter key.
+    bool keep_cc_with_dead_letter_routing_key = false;
+    /// 4.0+: quorum queues have a delivery limit of 20 unless one is set.
+    std::optional<std::int64_t> quorum_default_delivery_limit;
+    /// Up to 4.2 `basic.nack` with requeue increments `x-delivery-count`; 4.3 counts only
+    /// rejects and lost channels (and adds `x-acquired-count`).
+    bool nack_increments_delivery_count = true;
+    bool acquired_count_header = false;
+    /// 4.0+: messages returned to a quorum queue are served before the others, in return
+    /// order. 3.10/3.13: a nack/reject requeue goes to the back; a closed channel's messages go
+    /// back to the front in their original order.
+    bool quorum_returns_first = false;
+    /// 4.3+: topic binding keys with more than this many `#` words are refused (406).
+    std::optional<std::size_t> max_topic_hash_words;
+    /// 3.10: a quorum queue accepts `x-overflow: reject-publish-dlx` and treats it as
+    /// `drop-head`; later versions refuse the declaration (406).
+    bool quorum_reject_publish_dlx_is_drop_head = true;
+    /// The default `max_message_size`.
+    std::size_t max_message_size = std::size_t{128} * 1024 * 1024;
+    /// 3.10 (observed): `basic.qos(global=false)` after `basic.qos(global=true)` clears the
+    /// channel-wide limit.
+    bool consumer_qos_clears_global_qos = true;
+
+    /// Debian 12's RabbitMQ: the baseline, checked against a real 3.10.8 broker.
+    static constexpr broker_profile rabbitmq_3_10() noexcept {
+        broker_profile p;
+        p.name = "3.10";
+        return p;
+    }
+
+    static constexpr broker_profile rabbitmq_3_13() noexcept {
+        broker_profile p;
+        p.name = "3.13";
+        p.reverse_x_death_on_event = false;
+        p.x_last_death_headers = true;
+        p.client_x_death_is_history = false;
+        p.keep_cc_with_dead_letter_routing_key = true;
+        p.quorum_reject_publish_dlx_is_drop_head = false;
+        return p;
+    }
+
+    static constexpr broker_profile rabbitmq_4_0() noexcept {
+        broker_profile p = rabbitmq_3_13();
+        p.name = "4.0";
+        p.quorum_default_delivery_limit = 20;
+        p.quorum_returns_first = true;
+        p.max_message_size = std::size_t{16} * 1024 * 1024;
+        return p;
+    }
+
+    static constexpr broker_profile rabbitmq_4_3() noexcept {
+        broker_profile p = rabbitmq_4_0();
+        p.name = "4.3";
+        p.nack_increments_delivery_count = false;
+        p.acquired_count_header = true;
+        p.max_topic_hash_words = 2;
+        return p;
+    }
+};
+
+} // namespace letterbox::in_memory

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/transport.hpp>
+#include <letterbox/consume_options.hpp>
+#include <letterbox/delivery.hpp>
+#include <letterbox/detail/unique_function.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/transport/in_memory/broker.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace letterbox {
+
+namespace in_memory::detail {
+
+// The transport's state lives behind a shared_ptr so handlers queued on the executor can
+// outlive a moved-from or destroyed transport object safely.
+class transport_state : public std::enable_shared_from_this<transport_state> {
+public:
+    using completion = letterbox::detail::unique_function<void(std::error_code)>;
+
+    transport_state(in_memory::broker& b, std::string name)
+        : broker_(&b)
+        , name_(std::move(name)) {}
+
+    boost::asio::any_io_executor executor() const { return broker_->get_executor(); }
+
+    void start() { connect(); }
+
+    std::error_code declare(const topology::exchange& x) {
+        return with_admin([&](channel& ch) { return ch.exchange_declare(x); });
+    }
+    std::error_code declare(const topology::queue& q) {
+        return with_admin([&](channel& ch) { return ch.queue_declare(q); });
+    }
+    std::error_code bind(const topology::binding& b) {
+        return with_admin([&](channel& ch) {
+            return b.kind == topology::destination_kind::queue
+                       ? ch.queue_bind(b.destination, b.source, b.routing_key, b.arguments)
+                       : ch.exchange_bind(b.destination, b.source, b.routing_key, b.arguments);
+        });
+    }
+
+    void publish(const message& m, completion done) {
+        if (closed_)
+            return done(errc::closed);
+        if (!ensure_open())
+            return done(errc::connection_closed);
+        if (!publisher_.is_open())
+            open_publisher();
+        const auto seq = publisher_.next_publish_seq();
+        pending_.emplace(seq, pending_publish{std::move(done), false});
+        in_flight_ = seq;
+        auto ec = publisher_.basic_publish(m, true);
+        in_flight_ = 0;
+        // Either this publish closed the channel (it was never stored: report why), or the
+        // channel closed after storing it (its confirm will never come: outcome unknown).
+        if (auto it = pending_.find(seq); it != pending_.end() && (ec || !publisher_.is_open())) {
+            auto h = std::move(it->second.done);
+            pending_.erase(it);
+            h(ec ? ec : make_error_code(errc::outcome_unknown));
+        }
+    }
+
+    // A consumer. Until its `async_consume` completion has run, its deliveries wait in
+    // `pending`: the concept promises `on_delivery` calls only after that completion, as an
+    // AMQP client sees `basic.consume-ok` before the first `basic.deliver`.
+    struct subscription {
+        consume_options options;
+        std::function<void(delivery)> on_delivery;
+        channel ch;
+        bool started = false;
+        std::deque<delivery> pending;
+    };
+
+    std::shared_ptr<subscription> consume(const consume_options& o,
+                                          std::function<void(delivery)> on_delivery,
+                                          std::error_code& ec) {
+        if (closed_) {
+            ec = errc::closed;
+            return {};
+        }
+        if (!ensure_open()) {
+            ec = errc::connection_closed;
+            return {};
+        }
+        auto sub = std::make_shared<subscription>();
+        sub->options = o;
+        sub->on_delivery = std::move(on_delivery);
+        ec = subscribe(sub);
+        if (ec)
+            return {};
+        subscriptions_.emplace(sub->options.consumer_tag, sub);
+        return sub;
+    }
+
+    // Runs after the consumer's completion: hands over what arrived meanwhile, then lets
+    // deliveries through directly. The consumer may have been cancelled in between; what it
+    // was sent before the cancel still reaches it, as with a real broker. Deliveries whose
+    // channel died were requeued by the broker and are dropped here.
+    void start_delivering(const std::shared_ptr<subscription>& sub) {
+        while (!sub->pending.empty()) {
+            auto d = std::move(sub->pending.front());
+            sub->pending.pop_front();
+            if (auto it = channels_.find(d.channel); it != channels_.end() && it->second.is_open())
+                sub->on_delivery(std::move(d));
+        }
+        sub->started = true;
+    }
+
+    std::error_code cancel(const std::string& tag) {
+        auto it = subscriptions_.find(tag);
+        if (it == subscriptions_.end())
+            return {};
+        auto sub = it->second;
+        subscriptions_.erase(it);
+        if (sub->ch.is_open())
+            return sub->ch.basic_cancel(tag);
+        return {};
+    }
+
+    std::error_code settle(const delivery& d, int how, bool requeue) {
+        auto it = channels_.find(d.channel);
+        if (it == channels_.end() || !it->second.is_open())
+            return errc::channel_closed; // the delivery will be redelivered
+        auto& ch = it->second;
+        switch (how) {
+        case 0:
+            return ch.basic_ack(d.delivery_tag);
+        case 1:
+            return ch.basic_nack(d.delivery_tag, false, requeue);
+        default:
+            return ch.basic_reject(d.delivery_tag, requeue);
+        }
+    }
+
+    void close() {
+        if (closed_)
+            return;
+        closed_ = true;
+        subscriptions_.clear();
+        if (conn_.is_open())
+            conn_.close();
+        fail_pending(errc::outcome_unknown);
+        channels_.clear();
+    }
+
+    in_memory::connection& connection() noexcept { return conn_; }
+
+private:
+    struct pending_publish {
+        completion done;
+        bool returned;
+    };
+    template <class F>
+    std::error_code with_admin(F&& f) {
+        if (closed_)
+            return errc::closed;
+        if (!ensure_open())
+            return errc::connection_closed;
+        if (!admin_.is_open())
+            admin_ = conn_.open_channel();
+        return f(admin_);
+    }
+
+    // Reconnects after a lost connection (fault or broker restart), as RabbitMQ clients with
+    // automatic recovery do: a new connection, new channels, and the same consumers again.
+    bool ensure_open() {
+        if (!conn_.is_open() && !closed_)
+            connect();
+        return conn_.is_open();
+    }
+
+    void connect() {
+        channels_.clear();
+        conn_ = broker_->connect(name_);
+        std::weak_ptr<transport_state> self = weak_from_this();
+        conn_.on_close([self](const close_reason&) {
+            if (auto s = self.lock())
+                s->on_connection_lost();
+        });
+        open_publisher();
+        admin_ = conn_.open_channel();
+        for (auto& [tag, sub] : subscriptions_)
+            subscribe(sub);
+    }
+
+    void open_publisher() {
+        publisher_ = conn_.open_channel();
+        publisher_.confirm_select();
+        std::weak_ptr<transport_state> self = weak_from_this();
+        publisher_.on_return([self](const returned_message& r) {
+            if (auto s = self.lock())
+                if (auto it = s->pending_.find(r.publish_seq); it != s->pending_.end())
+                    it->second.returned = true;
+        });
+        publisher_.on_confirm([self](std::uint64_t seq, bool ack, bool multiple) {
+            if (auto s = self.lock())
+                s->on_confirm(seq, ack, multiple);
+        });
+        publisher_.on_close([self](const close_reason&) {
+            // Confirms of a closed channel never come: their outcome is unknown. The next
+            // publish opens a new channel.
+            if (auto s = self.lock())
+                s->fail_pending(errc::outcome_unknown);
+        });
+    }
+
+    void on_confirm(std::uint64_t seq, bool ack, bool multiple) {
+        auto last = multiple ? pending_.upper_bound(seq) : pending_.find(seq);
+        auto first = multiple ? pending_.begin() : last;
+        if (!multiple) {
+            if (last == pending_.end())
+                return;
+            ++last;
+        }
+        std::vector<pending_publish> done;
+        for (auto it = first; it != last; ++it)
+            done.push_back(std::move(it->second));
+        pending_.erase(first, last);
+        for (auto& p : done)
+            p.done(!ack         ? make_error_code(errc::publish_nacked)
+                   : p.returned ? make_error_code(errc::no_route)
+                                : std::error_code{});
+    }
+
+    // Fails every publish awaiting a confirm, except the one being published right now: if
+    // its own publish closed the channel, it reports that error instead.
+    void fail_pending(errc e) {
+        std::map<std::uint64_t, pending_publish> keep;
+        if (auto it = pending_.find(in_flight_); in_flight_ != 0 && it != pending_.end())
+            keep.insert(pending_.extract(it));
+        auto pending = std::move(pending_);
+        pending_ = std::move(keep);
+        for (auto& [seq, p] : pending)
+            p.done(e);
+    }
+
+    void on_connection_lost() {
+        fail_pending(errc::outcome_unknown);
+        if (closed_)
+            return;
+        std::weak_ptr<transport_state> self = weak_from_this();
+        boost::asio::post(executor(), [self] {
+            if (auto s = self.lock())
+                s->ensure_open();
+        });
+    }
+
+    std::error_code subscribe(const std::shared_ptr<subscription>& p) {
+        auto& sub = *p;
+        sub.ch = conn_.open_channel();
+        channels_[sub.ch.id()] = sub.ch;
+        auto ec = sub.ch.basic_qos(sub.options.prefetch);
+        if (ec)
+            return ec;
+        in_memory::basic_consume_options opts{sub.options.consumer_tag, sub.options.no_ack,
+                                              sub.options.exclusive, sub.options.arguments};
+        std::weak_ptr<transport_state> self = weak_from_this();
+        std::weak_ptr<subscription> weak_sub = p;
+        auto tag = sub.ch.basic_consume(
+            sub.options.queue,
+            [self, weak_sub](const basic_delivery& d) {
+                auto sp = weak_sub.lock();
+                if (!self.lock() || !sp || !sp->on_delivery)
+                    return;
+                if (sp->started)
+                    sp->on_delivery(d.to_delivery());
+                else
+                    sp->pending.push_back(d.to_delivery());
+            },
+            ec, std::move(opts),
+            [self](const std::string& t) {
+                if (auto s = self.lock())
+                    s->subscriptions_.erase(t);
+            });
+        if (!ec)
+            sub.options.consumer_tag = tag;
+        return ec;
+    }
+
+    in_memory::broker* broker_;
+    std::string name_;
+    in_memory::connection conn_;
+    channel publisher_;
+    channel admin_;
+    std::map<std::uint64_t, pending_publish> pending_;
+    std::map<std::string, std::shared_ptr<subscription>> subscriptions_;
+    std::map<std::uint64_t, channel> channels_;
+    std::uint64_t in_flight_ = 0;
+    bool closed_ = false;
+};
+
+} // namespace in_memory::detail
+
+/// A `transport` over the in-memory RabbitMQ model: what unit and property tests, teaching
+/// examples and simulations run on.
+///
+/// It opens one connection with a confirm-mode publishing channel, a channel for topology,
+/// and one channel per consumer (so each consumer has its own prefetch). Publishes are
+/// `mandatory`; a publish completes when its confirm arrives: success, `errc::no_route` after
+/// a return, `errc::publish_nacked`, or `errc::outcome_unknown` when the connection drops
+/// first. After a lost connection (`broker::sever_all`, `broker::restart`) it reconnects and
+/// re-creates its consumers, as a RabbitMQ client with automatic recovery does; deliveries
+/// from the lost channels can no longer be settled (`errc::channel_closed`) and are
+/// redelivered.
+///
+/// Every operation is posted to the broker's executor (it starts after the caller's handler
+/// returns, as a request on a socket would, so a consumer that nacks with requeue inside its
+/// delivery handler cannot spin the broker inside one handler) and completes through the
+/// token's associated executor. Delivery handlers run on the broker's executor, one delivery at
+/// a time, and only after the consumer's `async_consume` completion has run.
+///
+/// Thread safety: the object may be used from any thread as long as the broker's executor is
+/// single-threaded or a strand; the broker must outlive it.
+class in_memory_transport {
+public:
+    using transport_concept = transport_tag;
+    using executor_type = boost::asio::any_io_executor;
+
+    explicit in_memory_transport(in_memory::broker& b, std::string name = "letterbox")
+        : state_(std::make_shared<in_memory::detail::transport_state>(b, std::move(name))) {
+        boost::asio::dispatch(state_->executor(), [s = state_] { s->start(); });
+    }
+
+    executor_type get_executor() const { return state_->executor(); }
+
+    template <class Token>
+    auto async_declare(const topology::exchange& x, Token&& token) {
+        return run(std::forward<Token>(token), [x](auto& s) { return s.declare(x); });
+    }
+    template <class Token>
+    auto async_declare(const topology::queue& q, Token&& token) {
+        return run(std::forward<Token>(token), [q](auto& s) { return s.declare(q); });
+    }
+    template <class Token>
+    auto async_bind(const topology::binding& b, Token&& token) {
+        return run(std::forward<Token>(token), [b](auto& s) { return s.bind(b); });
+    }
+
+    /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`.
+    template <class Token>
+    auto async_publish(const message& m, Token&& token) {
+        return boost::asio::async_initiate<Token, void(std::error_code)>(
+            [s = state_](auto handler, message msg) {
+                auto ex = boost::asio::get_associated_executor(handler, s->executor());
+                boost::asio::post(s->executor(), [s, ex, msg = std::move(msg),
+                                                  h = std::move(handler)]() mutable {
+                    s->publish(msg, [ex, h = std::move(h)](std::error_code ec) mutable {
+                        boost::asio::post(ex,
+                                          [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+                    });
+                });
+            },
+            token, m);
+    }
+
+    /// Starts a consumer; completes with its tag. `on_delivery` runs for each delivery.
+    template <class Token>
+    auto async_consume(const consume_options& o, std::function<void(delivery)> on_delivery,
+                       Token&& token) {
+        return boost::asio::async_initiate<Token, void(std::error_code, std::string)>(
+            [s = state_](auto handler, consume_options o, std::function<void(delivery)> cb) {
+                auto ex = boost::asio::get_associated_executor(handler, s->executor());
+                boost::asio::post(s->executor(), [s, ex, o = std::move(o), cb = std::move(cb),
+                                                  h = std::move(handler)]() mutable {
+                    std::error_code ec;
+                    auto sub = s->consume(o, std::move(cb), ec);
+                    std::string tag = sub ? sub->options.consumer_tag : std::string();
+                    boost::asio::post(
+                        ex, [s, sub, h = std::move(h), ec, tag = std::move(tag)]() mutable {
+                            std::move(h)(ec, std::move(tag));
+                            if (sub)
+                                boost::asio::dispatch(s->executor(),
+                                                      [s, sub] { s->start_delivering(sub); });
+                        });
+                });
+            },
+            token, o, std::move(on_delivery));
+    }
+
+    template <class Token>
+    auto async_cancel(const std::string& consumer_tag, Token&& token) {
+        return run(std::forward<Token>(token),
+                   [consumer_tag](auto& s) { return s.cancel(consumer_tag); });
+    }
+    template <class Token>
+    auto async_ack(const delivery& d, Token&& token) {
+        return run(std::forward<Token>(token),
+                   [d = settle_ref(d)](auto& s) { return s.settle(d, 0, false); });
+    }
+    template <class Token>
+    auto async_nack(const delivery& d, bool requeue, Token&& token) {
+        return run(std::forward<Token>(token),
+                   [d = settle_ref(d), requeue](auto& s) { return s.settle(d, 1, requeue); });
+    }
+    template <class Token>
+    auto async_reject(const delivery& d, bool requeue, Token&& token) {
+        return run(std::forward<Token>(token),
+                   [d = settle_ref(d), requeue](auto& s) { return s.settle(d, 2, requeue); });
+    }
+
+    /// Closes the connection: pending publishes complete with `outcome_unknown`,
+    /// unacknowledged deliveries are requeued. Idempotent.
+    template <class Token>
+    auto async_close(Token&& token) {
+        return run(std::forward<Token>(token), [](auto& s) {
+            s.close();
+            return std::error_code{};
+        });
+    }
+
+private:
+    // Settling needs the channel and tag only; don't copy the message into the operation.
+    static delivery settle_ref(const delivery& d) {
+        delivery r;
+        r.delivery_tag = d.delivery_tag;
+        r.channel = d.channel;
+        return r;
+    }
+
+    template <class Token, class Op>
+    auto run(Token&& token, Op op) {
+        return boost::asio::async_initiate<Token, void(std::error_code)>(
+            [s = state_](auto handler, Op op) {
+                auto ex = boost::asio::get_associated_executor(handler, s->executor());
+                boost::asio::post(s->executor(), [s, ex, op = std::move(op),
+                                                  h = std::move(handler)]() mutable {
+                    auto ec = op(*s);
+                    boost::asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+                });
+            },
+            token, std::move(op));
+    }
+
+    std::shared_ptr<in_memory::detail::transport_state> state_;
+};
+
+} // namespace letterbox
