@@ -103,6 +103,9 @@ public:
 
 private:
     outbox_record* find_row(const message_id& id);
+    /// The pending row `id` leased to `owner`; otherwise null and `record_not_found` or
+    /// `lease_lost` in `ec`. Only the lease owner may settle a row.
+    outbox_record* leased_row(const message_id& id, std::string_view owner, std::error_code& ec);
 
     detail::in_memory_participant core_;          // mutex + fault counter, shared with commits
     std::map<std::uint64_t, outbox_record> rows_; // by sequence: creation order

@@ -88,18 +88,32 @@ in_memory_outbox_store::claim(std::string_view owner, std::size_t max_rows,
     return batch;
 }
 
+inline outbox_record* in_memory_outbox_store::leased_row(const message_id& id,
+                                                         std::string_view owner,
+                                                         std::error_code& ec) {
+    auto* row = find_row(id);
+    if (!row) {
+        ec = errc::record_not_found;
+        return nullptr;
+    }
+    if (row->status != outbox_status::pending || row->lease_owner.empty() ||
+        row->lease_owner != owner) {
+        ec = errc::lease_lost;
+        return nullptr;
+    }
+    return row;
+}
+
 inline std::error_code in_memory_outbox_store::mark_published(const message_id& id,
                                                               std::string_view owner,
                                                               store_time now) {
     std::lock_guard lock(core_.mutex);
     if (auto ec = core_.faults.next())
         return ec;
-    auto* row = find_row(id);
+    std::error_code ec;
+    auto* row = leased_row(id, owner, ec);
     if (!row)
-        return errc::record_not_found;
-    if (row->status != outbox_status::pending || row->lease_owner.empty() ||
-        row->lease_owner != owner)
-        return errc::lease_lost;
+        return ec;
     row->status = outbox_status::published;
     row->published_at = now;
     row->lease_owner.clear();
@@ -114,12 +128,10 @@ in_memory_outbox_store::record_failure(const message_id& id, std::string_view ow
     std::lock_guard lock(core_.mutex);
     if (auto ec = core_.faults.next())
         return ec;
-    auto* row = find_row(id);
+    std::error_code ec;
+    auto* row = leased_row(id, owner, ec);
     if (!row)
-        return errc::record_not_found;
-    if (row->status != outbox_status::pending || row->lease_owner.empty() ||
-        row->lease_owner != owner)
-        return errc::lease_lost;
+        return ec;
     ++row->attempts;
     row->last_error = error;
     row->last_failure_at = now;
