@@ -54,6 +54,7 @@ enum class errc {
     lease_lost,              ///< the row's lease expired or belongs to another owner
     record_not_found,        ///< no row with this id
     transaction_closed,      ///< the unit of work was already committed or rolled back
+    invalid_state,           ///< the record's status does not allow the operation
 };
 
 /// The `std::error_category` of `letterbox::errc`.
@@ -129,6 +130,8 @@ public:
             return "record not found";
         case errc::transaction_closed:
             return "unit of work already finished";
+        case errc::invalid_state:
+            return "the record's status does not allow this operation";
         }
         return "unknown letterbox error";
     }

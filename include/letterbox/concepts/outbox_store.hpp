@@ -120,7 +120,7 @@ concept outbox_reader = requires(S& s, const message_id& id, const outbox_query&
 /// - **park** parks a pending (possibly leased) row with `reason` as `last_error` and drops
 ///   its lease; parking a parked row just replaces the reason. **unpark** makes a parked row
 ///   pending with `attempts = 0` and `next_attempt_at = now`; it keeps its sequence, so it is
-///   again the head of its aggregate. Both fail with `errc::precondition_failed` when the row
+///   again the head of its aggregate. Both fail with `errc::invalid_state` when the row
 ///   is in the wrong status and `errc::record_not_found` for an unknown id.
 /// - **release_expired_leases** drops every lease with `lease_expires_at <= now`; returns how
 ///   many. **purge_published** deletes published rows with `published_at < older_than`;

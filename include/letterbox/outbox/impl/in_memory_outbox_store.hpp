@@ -151,7 +151,7 @@ inline std::error_code in_memory_outbox_store::park(const message_id& id, std::s
     if (!row)
         return errc::record_not_found;
     if (row->status == outbox_status::published)
-        return errc::precondition_failed;
+        return errc::invalid_state;
     row->status = outbox_status::parked;
     row->last_error = reason;
     row->lease_owner.clear();
@@ -167,7 +167,7 @@ inline std::error_code in_memory_outbox_store::unpark(const message_id& id, stor
     if (!row)
         return errc::record_not_found;
     if (row->status != outbox_status::parked)
-        return errc::precondition_failed;
+        return errc::invalid_state;
     row->status = outbox_status::pending;
     row->attempts = 0;
     row->next_attempt_at = now;

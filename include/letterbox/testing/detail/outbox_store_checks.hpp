@@ -564,9 +564,9 @@ void outbox_check_park_and_unpark(outbox_store_harness<Store>& h) {
     CHECK(describe(h.store.mark_published(e2.msg.id, "relay-a", t0)) == describe(errc::lease_lost));
     CHECK(claim_ids(h, "relay-b", 10, 30s, t0 + 1h).empty());
 
-    CHECK(describe(h.store.park(e3.msg.id, "no")) == describe(errc::precondition_failed));
+    CHECK(describe(h.store.park(e3.msg.id, "no")) == describe(errc::invalid_state));
     CHECK(describe(h.store.park(unknown, "no")) == describe(errc::record_not_found));
-    CHECK(describe(h.store.unpark(e3.msg.id, t0)) == describe(errc::precondition_failed));
+    CHECK(describe(h.store.unpark(e3.msg.id, t0)) == describe(errc::invalid_state));
     CHECK(describe(h.store.unpark(unknown, t0)) == describe(errc::record_not_found));
 
     REQUIRE(describe(h.store.unpark(e1.msg.id, t0 + 5s)) == success);
@@ -574,7 +574,7 @@ void outbox_check_park_and_unpark(outbox_store_harness<Store>& h) {
     CHECK(row.status == outbox_status::pending);
     CHECK(row.attempts == 0);
     CHECK(row.next_attempt_at == t0 + 5s);
-    CHECK(describe(h.store.unpark(e1.msg.id, t0 + 5s)) == describe(errc::precondition_failed));
+    CHECK(describe(h.store.unpark(e1.msg.id, t0 + 5s)) == describe(errc::invalid_state));
     CHECK(claim_ids(h, "relay-b", 10, 30s, t0 + 4s).empty());
     CHECK(claim_ids(h, "relay-b", 10, 30s, t0 + 5s) == ids_of({&e1}));
 }
