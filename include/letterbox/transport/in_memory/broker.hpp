@@ -88,6 +88,8 @@ public:
     /// Unacknowledged deliveries over every queue.
     std::size_t total_unacked() const { return state_->totals().second; }
     std::size_t connection_count() const noexcept { return state_->open_connections(); }
+    /// Open channels over every open connection.
+    std::size_t channel_count() const noexcept { return state_->open_channels(); }
 
     // -- faults ------------------------------------------------------------------------------
     /// Closes every client connection with CONNECTION_FORCED (a network failure): their

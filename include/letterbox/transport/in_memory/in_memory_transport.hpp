@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -129,24 +130,33 @@ public:
             return {};
         auto sub = it->second;
         subscriptions_.erase(it);
+        std::error_code ec;
         if (sub->ch.is_open())
-            return sub->ch.basic_cancel(tag);
-        return {};
+            ec = sub->ch.basic_cancel(tag);
+        retire(sub->ch);
+        return ec;
     }
 
     std::error_code settle(const delivery& d, int how, bool requeue) {
         auto it = channels_.find(d.channel);
         if (it == channels_.end() || !it->second.is_open())
             return errc::channel_closed; // the delivery will be redelivered
-        auto& ch = it->second;
+        auto ch = it->second;
+        std::error_code ec;
         switch (how) {
         case 0:
-            return ch.basic_ack(d.delivery_tag);
+            ec = ch.basic_ack(d.delivery_tag);
+            break;
         case 1:
-            return ch.basic_nack(d.delivery_tag, false, requeue);
+            ec = ch.basic_nack(d.delivery_tag, false, requeue);
+            break;
         default:
-            return ch.basic_reject(d.delivery_tag, requeue);
+            ec = ch.basic_reject(d.delivery_tag, requeue);
+            break;
         }
+        if (retired_.contains(ch.id()))
+            retire(ch);
+        return ec;
     }
 
     void close() {
@@ -188,6 +198,7 @@ private:
 
     void connect() {
         channels_.clear();
+        retired_.clear();
         conn_ = broker_->connect(name_);
         std::weak_ptr<transport_state> self = weak_from_this();
         conn_.on_close([self](const close_reason&) {
@@ -196,8 +207,25 @@ private:
         });
         open_publisher();
         admin_ = conn_.open_channel();
-        for (auto& [tag, sub] : subscriptions_)
-            subscribe(sub);
+        // A consumer whose queue did not survive (e.g. a non-durable queue after a restart) is
+        // dropped, as the broker would have cancelled it.
+        for (auto it = subscriptions_.begin(); it != subscriptions_.end();) {
+            if (subscribe(it->second)) {
+                channels_.erase(it->second->ch.id());
+                it = subscriptions_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+
+    void on_broker_cancel(const std::string& tag) {
+        auto it = subscriptions_.find(tag);
+        if (it == subscriptions_.end())
+            return;
+        auto sub = it->second;
+        subscriptions_.erase(it);
+        retire(sub->ch);
     }
 
     void open_publisher() {
@@ -287,11 +315,24 @@ private:
             ec, std::move(opts),
             [self](const std::string& t) {
                 if (auto s = self.lock())
-                    s->subscriptions_.erase(t);
+                    s->on_broker_cancel(t);
             });
         if (!ec)
             sub.options.consumer_tag = tag;
         return ec;
+    }
+
+    // A cancelled consumer's channel stays open while it still holds unacknowledged deliveries
+    // (they can still be settled, as on RabbitMQ), then closes.
+    void retire(channel& ch) {
+        if (ch.is_open() && ch.unacked_count() != 0) {
+            retired_.insert(ch.id());
+            return;
+        }
+        retired_.erase(ch.id());
+        channels_.erase(ch.id());
+        if (ch.is_open())
+            ch.close();
     }
 
     in_memory::broker* broker_;
@@ -302,6 +343,7 @@ private:
     std::map<std::uint64_t, pending_publish> pending_;
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;
     std::map<std::uint64_t, channel> channels_;
+    std::set<std::uint64_t> retired_;
     std::uint64_t in_flight_ = 0;
     bool closed_ = false;
 };

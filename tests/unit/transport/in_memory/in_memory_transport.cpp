@@ -305,3 +305,61 @@ TEST_CASE("a consumer that always requeues is redelivered to one handler at a ti
     w.settle();
     CHECK(w.broker.queue("q")->ready == 1);
 }
+
+TEST_CASE("a cancelled consumer's channel closes once its deliveries are settled",
+          "[transport][in_memory]") {
+    world w;
+    letterbox::in_memory_transport t(w.broker);
+    REQUIRE_FALSE(declare_queue(w, t, "q"));
+    const auto idle = w.broker.channel_count(); // publishing + topology channels
+    std::vector<letterbox::delivery> got;
+    std::optional<std::error_code> consumed;
+    std::string tag;
+    t.async_consume(
+        consume_from("q"), [&](letterbox::delivery d) { got.push_back(std::move(d)); },
+        [&](std::error_code ec, std::string ctag) {
+            consumed = ec;
+            tag = std::move(ctag);
+        });
+    REQUIRE(w.run_until([&] { return consumed.has_value(); }));
+    CHECK(w.broker.channel_count() == idle + 1);
+    REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("q"), done); }));
+    REQUIRE(w.run_until([&] { return got.size() == 1; }));
+
+    REQUIRE_FALSE(w.await([&](auto done) { t.async_cancel(tag, done); }));
+    CHECK(w.broker.channel_count() == idle + 1); // still owes an ack
+    CHECK_FALSE(w.await([&](auto done) { t.async_ack(got[0], done); }));
+    CHECK(w.broker.channel_count() == idle);
+    CHECK(w.broker.queue("q")->total() == 0);
+}
+
+TEST_CASE("a consumer whose queue is gone after a restart is dropped, not revived later",
+          "[transport][in_memory]") {
+    world w;
+    letterbox::in_memory_transport t(w.broker);
+    letterbox::topology::queue transient{.name = "transient", .durable = false};
+    REQUIRE_FALSE(w.await([&](auto done) { t.async_declare(transient, done); }));
+    int delivered = 0;
+    std::optional<std::error_code> consumed;
+    t.async_consume(
+        consume_from("transient"), [&](letterbox::delivery) { ++delivered; },
+        [&](std::error_code ec, std::string) { consumed = ec; });
+    REQUIRE(w.run_until([&] { return consumed.has_value(); }));
+    REQUIRE_FALSE(*consumed);
+
+    w.broker.restart(); // the queue does not survive, so neither does the consumer
+    REQUIRE(w.run_until([&] { return w.broker.connection_count() == 1; }));
+    w.settle();
+    CHECK_FALSE(w.broker.queue("transient").has_value());
+
+    // Someone declares a queue of the same name later, and the connection drops again: the
+    // dropped consumer must not come back and take its messages.
+    REQUIRE_FALSE(w.await([&](auto done) { t.async_declare(transient, done); }));
+    w.broker.sever_all();
+    REQUIRE(w.run_until([&] { return w.broker.connection_count() == 1; }));
+    REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("transient"), done); }));
+    w.settle();
+    CHECK(delivered == 0);
+    CHECK(w.broker.queue("transient")->consumers == 0);
+    CHECK(w.broker.queue("transient")->ready == 1);
+}

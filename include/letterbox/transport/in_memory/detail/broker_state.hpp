@@ -882,6 +882,14 @@ public:
 
     std::size_t open_connections() const noexcept { return connections_.size(); }
 
+    std::size_t open_channels() const noexcept {
+        std::size_t n = 0;
+        for (const auto& c : connections_)
+            for (const auto& ch : c->channels)
+                n += ch->open ? 1 : 0;
+        return n;
+    }
+
     // ---- faults ------------------------------------------------------------------------
 
     void nack_nth_publish(std::uint64_t n) { nack_publish_at_ = n == 0 ? 0 : publishes_ + n; }
