@@ -189,9 +189,10 @@ TEST_CASE("topic_matches agrees with the reference matcher on 10000 random patte
         matched += expected ? 1 : 0;
     }
     CHECK(agreed == pairs);
-    // The generators must exercise both outcomes, or the property is vacuous.
-    CHECK(matched > pairs / 20);
-    CHECK(matched < pairs - pairs / 20);
+    // The generators must exercise both outcomes, or the property is vacuous. About 5% of the
+    // pairs match; the bound is loose enough that no seed trips it (a seed gave 4.9%).
+    CHECK(matched > pairs / 50);
+    CHECK(matched < pairs - pairs / 50);
 }
 
 TEST_CASE("a topic exchange routes exactly as the reference matcher says for random binding sets",

@@ -22,18 +22,6 @@ namespace {
 
 using queue_type = topology::queue_type;
 
-std::vector<std::string> numbered(int from, int to) {
-    std::vector<std::string> out;
-    for (int i = from; i <= to; ++i)
-        out.push_back("m" + std::to_string(i));
-    return out;
-}
-
-void publish_numbered(broker_fixture& fx, const std::string& q, int from, int to) {
-    for (const auto& b : numbered(from, to))
-        fx.publish(q, b);
-}
-
 } // namespace
 
 // ---- A2: consuming and acknowledging ----------------------------------------------------------

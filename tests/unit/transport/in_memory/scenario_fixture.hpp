@@ -312,6 +312,19 @@ inline const char* type_name(topology::queue_type t) {
     return t == topology::queue_type::quorum ? "quorum" : "classic";
 }
 
+/// Bodies "m<from>" .. "m<to>", and publishing them to a queue in that order.
+inline std::vector<std::string> numbered(int from, int to) {
+    std::vector<std::string> out;
+    for (int i = from; i <= to; ++i)
+        out.push_back("m" + std::to_string(i));
+    return out;
+}
+
+inline void publish_numbered(broker_fixture& fx, const std::string& q, int from, int to) {
+    for (const auto& b : numbered(from, to))
+        fx.publish(q, b);
+}
+
 } // namespace broker_scenarios
 
 namespace Catch {

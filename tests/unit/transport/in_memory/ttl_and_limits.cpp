@@ -623,22 +623,6 @@ TEST_CASE("RMQ-DL-09 delivery limit 0: a closed channel's two unacked messages a
     CHECK(fx.count("Q") == tru(0, 0, 0));
 }
 
-namespace {
-
-std::vector<std::string> numbered(int from, int to) {
-    std::vector<std::string> out;
-    for (int i = from; i <= to; ++i)
-        out.push_back("m" + std::to_string(i));
-    return out;
-}
-
-void publish_numbered(broker_fixture& fx, const std::string& q, int from, int to) {
-    for (const auto& b : numbered(from, to))
-        fx.publish(q, b);
-}
-
-} // namespace
-
 TEST_CASE("quorum queue requeue position on 3.10: nack and reject go to the back, a closed "
           "channel's messages to the front (§0.3 1)",
           "[transport][in_memory]") {
