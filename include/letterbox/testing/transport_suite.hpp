@@ -222,6 +222,30 @@ std::string declare_fresh_queue(transport_harness<Transport>& h, Transport& t,
     return name;
 }
 
+/// Publishers for the concurrent checks (WM-02, WM-11): one transport per publishing thread
+/// (the concept promises that distinct objects may be used concurrently, not one object), each
+/// with its own batch of messages for `queue`, and every message id in publish order.
+template <transport Transport>
+struct publisher_fleet {
+    std::deque<Transport> publishers;
+    std::vector<std::vector<message>> batches;
+    std::vector<message_id> ids;
+};
+
+template <transport Transport>
+publisher_fleet<Transport> make_publisher_fleet(transport_harness<Transport>& h,
+                                                const std::string& queue, std::size_t publishers,
+                                                std::size_t per_publisher) {
+    publisher_fleet<Transport> fleet;
+    for (std::size_t p = 0; p < publishers; ++p) {
+        fleet.publishers.emplace_back(h.make());
+        fleet.batches.push_back(make_messages(per_publisher, "", queue));
+        for (const auto& m : fleet.batches.back())
+            fleet.ids.push_back(m.id);
+    }
+    return fleet;
+}
+
 template <transport Transport>
 std::error_code publish(transport_harness<Transport>& h, Transport& t, const message& m) {
     return await_completion(h, [&](auto done) { t.async_publish(m, std::move(done)); });
@@ -594,17 +618,10 @@ void transport_check_concurrent_publishers_competing_consumers(transport_harness
     auto admin = h.make();
     const auto queue = declare_fresh_queue(h, admin, "wm02");
 
-    // One transport per publishing thread: the concept does not promise that one object may
-    // be used from several threads at once, only that distinct objects may.
-    std::deque<Transport> publishers;
-    std::vector<std::vector<message>> batches;
-    std::vector<message_id> all;
-    for (std::size_t p = 0; p < sizes.publishers; ++p) {
-        publishers.emplace_back(h.make());
-        batches.push_back(make_messages(sizes.messages_per_publisher, "", queue));
-        for (const auto& m : batches.back())
-            all.push_back(m.id);
-    }
+    auto fleet = make_publisher_fleet(h, queue, sizes.publishers, sizes.messages_per_publisher);
+    auto& publishers = fleet.publishers;
+    auto& batches = fleet.batches;
+    auto& all = fleet.ids;
     struct outcome {
         std::mutex mutex;
         std::size_t completed = 0;
@@ -974,15 +991,10 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
     const auto sizes = sizes_for(h.features.size);
     auto admin = h.make();
     const auto queue = declare_fresh_queue(h, admin, "wm11");
-    std::deque<Transport> publishers;
-    std::vector<std::vector<message>> batches;
-    std::vector<message_id> all;
-    for (std::size_t p = 0; p < sizes.publishers; ++p) {
-        publishers.emplace_back(h.make());
-        batches.push_back(make_messages(sizes.messages_per_publisher, "", queue));
-        for (const auto& m : batches.back())
-            all.push_back(m.id);
-    }
+    auto fleet = make_publisher_fleet(h, queue, sizes.publishers, sizes.messages_per_publisher);
+    auto& publishers = fleet.publishers;
+    auto& batches = fleet.batches;
+    auto& all = fleet.ids;
     struct outcome {
         std::mutex mutex;
         std::map<message_id, std::vector<std::error_code>> publishes;
