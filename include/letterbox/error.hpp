@@ -55,6 +55,19 @@ enum class errc {
     record_not_found,        ///< no row with this id
     transaction_closed,      ///< the unit of work was already committed or rolled back
     invalid_state,           ///< the record's status does not allow the operation
+
+    // Database errors of a durable store (SQLite today). Each leaves the database unchanged:
+    // the failed statement or transaction was rolled back as a whole.
+    store_not_a_database = 400, ///< the file exists but is not a database of this kind
+    store_corrupt,              ///< the database file is damaged (e.g. a torn or altered page)
+    store_busy,                 ///< another connection held the lock past the busy timeout and the
+                                ///< bounded retries; nothing was written, try again later
+    store_full,                 ///< the disk or the database is full; the transaction rolled back
+    store_io_error,             ///< the operating system reported an I/O error
+    store_unavailable,    ///< the database could not be opened (missing directory, permissions)
+    store_readonly,       ///< the database is read-only
+    store_schema_too_new, ///< the schema was written by a newer letterbox; refusing to touch it
+    store_error,          ///< any other database failure (the store keeps the driver's text)
 };
 
 /// The `std::error_category` of `letterbox::errc`.
@@ -132,6 +145,24 @@ public:
             return "unit of work already finished";
         case errc::invalid_state:
             return "the record's status does not allow this operation";
+        case errc::store_not_a_database:
+            return "the store's file is not a database";
+        case errc::store_corrupt:
+            return "the store's database file is corrupt";
+        case errc::store_busy:
+            return "the store is locked by another writer (busy timeout and retries exhausted)";
+        case errc::store_full:
+            return "the store's disk or database is full; the transaction was rolled back";
+        case errc::store_io_error:
+            return "the store hit an I/O error";
+        case errc::store_unavailable:
+            return "the store's database cannot be opened";
+        case errc::store_readonly:
+            return "the store's database is read-only";
+        case errc::store_schema_too_new:
+            return "the store's schema is newer than this version of letterbox";
+        case errc::store_error:
+            return "store error";
         }
         return "unknown letterbox error";
     }

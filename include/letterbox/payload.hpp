@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -66,6 +67,47 @@ T decode_payload(const message& m) {
     if (!v)
         throw error(ec, "cannot decode the payload of message " + boost::uuids::to_string(m.id));
     return std::move(*v);
+}
+
+/// Whether `content_type` names JSON: `application/json` or any `+json` structured syntax
+/// suffix (RFC 6839, e.g. `application/cloudevents+json`), ignoring parameters such as
+/// `; charset=utf-8` and the case of the type.
+inline bool is_json_content_type(std::string_view content_type) noexcept {
+    content_type = content_type.substr(0, content_type.find(';'));
+    while (!content_type.empty() && (content_type.back() == ' ' || content_type.back() == '\t'))
+        content_type.remove_suffix(1);
+    auto iequals_suffix = [&](std::string_view suffix) {
+        if (content_type.size() < suffix.size())
+            return false;
+        const auto tail = content_type.substr(content_type.size() - suffix.size());
+        for (std::size_t i = 0; i < suffix.size(); ++i) {
+            const char c = tail[i];
+            const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+            if (lower != suffix[i])
+                return false;
+        }
+        return true;
+    };
+    return (content_type.size() == json_content_type.size() && iequals_suffix(json_content_type)) ||
+           iequals_suffix("+json");
+}
+
+/// Checks that `m.body` is valid for the content type `m` declares, before the message is
+/// stored or published, so that a malformed event is refused where it is written and never
+/// reaches a consumer. Today that means: a JSON content type (see `is_json_content_type`)
+/// requires a body that parses as JSON. Other or absent content types are opaque bytes and
+/// always pass.
+///
+/// Returns `errc::payload_malformed` for a body that fails its content type, else success.
+inline std::error_code validate_payload(const message& m) noexcept {
+    if (!m.properties.content_type || !is_json_content_type(*m.properties.content_type))
+        return {};
+    try {
+        return nlohmann::json::accept(m.body) ? std::error_code{}
+                                              : make_error_code(errc::payload_malformed);
+    } catch (...) {
+        return errc::payload_malformed;
+    }
 }
 
 /// A message of type `type` carrying `payload` as JSON, with a fresh id from `ids`.

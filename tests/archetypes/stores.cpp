@@ -28,6 +28,7 @@ template void lt::detail::outbox_check_rollback_leaves_no_trace<outbox_archetype
 template void lt::detail::outbox_check_on_commit_runs_only_after_commit<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_finished_unit_of_work_is_closed<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_duplicate_message_id_is_refused<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_malformed_payload_is_refused<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_claim_returns_creation_order<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_claim_honours_next_attempt_time<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_lease_excludes_other_owners<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);

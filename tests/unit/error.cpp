@@ -32,3 +32,18 @@ TEST_CASE("letterbox::error carries its code", "[error]") {
         CHECK(std::string(e.what()).find("row 5") != std::string::npos);
     }
 }
+
+TEST_CASE("store errors have distinct codes and say what happened", "[error]") {
+    const errc store_errors[] = {
+        errc::store_not_a_database, errc::store_corrupt,        errc::store_busy,
+        errc::store_full,           errc::store_io_error,       errc::store_unavailable,
+        errc::store_readonly,       errc::store_schema_too_new, errc::store_error};
+    for (const auto e : store_errors) {
+        const std::error_code ec = e;
+        INFO(ec.value());
+        CHECK(ec.message() != "unknown letterbox error");
+        CHECK(ec.message().find("store") != std::string::npos);
+        CHECK(amqp_reply_code(e) == 0);
+    }
+    CHECK(std::error_code(errc::store_busy) != std::error_code(errc::store_full));
+}

@@ -73,3 +73,36 @@ TEST_CASE("a value with invalid UTF-8 cannot be encoded and leaves the message u
     CHECK_THROWS_AS(make_message(ids, "t", "", "q", demo::enrolled{std::string("\xc3", 1), 1}),
                     letterbox::error);
 }
+
+TEST_CASE("validate_payload checks a JSON body against its declared content type", "[payload]") {
+    letterbox::message m;
+    m.body = "{\"enrollment\": 7}";
+    CHECK_FALSE(letterbox::validate_payload(m)); // no content type: opaque bytes
+
+    m.properties.content_type = "application/json";
+    CHECK_FALSE(letterbox::validate_payload(m));
+    m.body = "{\"enrollment\": 7"; // truncated
+    CHECK(letterbox::validate_payload(m) == letterbox::errc::payload_malformed);
+    m.body = std::string("\"\xff\"", 3); // a JSON string holding invalid UTF-8
+    CHECK(letterbox::validate_payload(m) == letterbox::errc::payload_malformed);
+    m.body.clear();
+    CHECK(letterbox::validate_payload(m) == letterbox::errc::payload_malformed);
+
+    m.properties.content_type = "Application/CloudEvents+JSON; charset=utf-8";
+    CHECK(letterbox::validate_payload(m) == letterbox::errc::payload_malformed);
+    m.body = "[1, 2]";
+    CHECK_FALSE(letterbox::validate_payload(m));
+
+    m.properties.content_type = "text/plain";
+    m.body = "not json at all";
+    CHECK_FALSE(letterbox::validate_payload(m));
+}
+
+TEST_CASE("is_json_content_type accepts application/json and +json suffixes only", "[payload]") {
+    CHECK(letterbox::is_json_content_type("application/json"));
+    CHECK(letterbox::is_json_content_type("APPLICATION/JSON ; charset=utf-8"));
+    CHECK(letterbox::is_json_content_type("application/vnd.enrollment+json"));
+    CHECK_FALSE(letterbox::is_json_content_type("application/jsonx"));
+    CHECK_FALSE(letterbox::is_json_content_type("text/json-ish"));
+    CHECK_FALSE(letterbox::is_json_content_type(""));
+}

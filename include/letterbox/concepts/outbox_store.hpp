@@ -98,7 +98,8 @@ concept outbox_reader = requires(S& s, const message_id& id, const outbox_query&
 ///   commits, and a rollback leaves no trace. The store sets `sequence` (commit order),
 ///   `created_at = now`, `next_attempt_at = now`, status pending, no attempts. A message id
 ///   that the store already holds, or that `u` already staged, is refused with
-///   `errc::duplicate_message_id` and `u` stays usable; if a concurrent unit commits the same
+///   `errc::duplicate_message_id` and `u` stays usable; so is an entry whose body is invalid
+///   for its declared content type, with `errc::payload_malformed` (see `validate_payload`); if a concurrent unit commits the same
 ///   id first, the later unit's `commit()` fails with `errc::duplicate_message_id`.
 /// - **claim** returns at most `max_rows` rows in sequence order and leases each to `owner`
 ///   until `now + lease`. A row is claimable when it is pending, `next_attempt_at <= now`, it

@@ -53,7 +53,8 @@ public:
 
     /// Stages `entry` in `uow`; it becomes a pending row when `uow` commits. Fails with
     /// `errc::duplicate_message_id` when the id is held or already staged in `uow` (checked
-    /// again at commit), `errc::precondition_failed` for a nil id, or
+    /// again at commit), `errc::precondition_failed` for a nil id, `errc::payload_malformed`
+    /// for a body invalid for its content type (`validate_payload`), or
     /// `errc::transaction_closed` when `uow` is finished.
     std::error_code add(in_memory_unit_of_work& uow, const outbox_entry& entry, store_time now);
 

@@ -66,6 +66,8 @@ struct outbox_store_harness {
                                  outbox_check_finished_unit_of_work_is_closed)                     \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "a duplicate message id is refused", "",                \
                                  outbox_check_duplicate_message_id_is_refused)                     \
+    LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "a payload invalid for its content type is refused",    \
+                                 "", outbox_check_malformed_payload_is_refused)                    \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "claim returns rows in creation order", "",             \
                                  outbox_check_claim_returns_creation_order)                        \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "claim waits for the next attempt time", "",            \

@@ -4,6 +4,7 @@
 // Definitions of letterbox/outbox/in_memory_outbox_store.hpp; included at its end.
 
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
+#include <letterbox/payload.hpp>
 
 #include <algorithm>
 #include <mutex>
@@ -29,6 +30,8 @@ inline std::error_code in_memory_outbox_store::add(in_memory_unit_of_work& uow,
         return errc::transaction_closed;
     if (entry.msg.id.is_nil())
         return errc::precondition_failed;
+    if (auto invalid = validate_payload(entry.msg))
+        return invalid;
     const std::string key = letterbox::to_string(entry.msg.id);
     if (by_id_.contains(entry.msg.id) || uow.has_staged(core_, key))
         return errc::duplicate_message_id;

@@ -250,6 +250,27 @@ void outbox_check_finished_unit_of_work_is_closed(outbox_store_harness<Store>& h
 }
 
 template <outbox_store Store>
+void outbox_check_malformed_payload_is_refused(outbox_store_harness<Store>& h) {
+    using namespace store_suite;
+    const auto t0 = epoch();
+    message_id_generator ids{112};
+    auto bad = outbox_event(ids, "order", "1");
+    bad.msg.properties.content_type = "application/json";
+    bad.msg.body = "{\"order\": 1"; // truncated JSON
+    auto good = outbox_event(ids, "order", "2");
+    good.msg.properties.content_type = "application/json";
+    good.msg.body = "{\"order\": 2}";
+
+    auto u = h.begin();
+    CHECK(describe(h.store.add(u, bad, t0)) == describe(errc::payload_malformed));
+    // The unit stays usable and the refused entry left nothing behind.
+    REQUIRE(describe(h.store.add(u, good, t0)) == success);
+    REQUIRE(describe(u.commit()) == success);
+    CHECK_FALSE(holds(h, bad.msg.id));
+    CHECK(find_row(h, good.msg.id).msg == good.msg);
+}
+
+template <outbox_store Store>
 void outbox_check_duplicate_message_id_is_refused(outbox_store_harness<Store>& h) {
     using namespace store_suite;
     const auto t0 = epoch();
