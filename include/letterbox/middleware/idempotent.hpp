@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/clock.hpp>
+#include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/concepts/unit_of_work.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace letterbox {
+
+/// Application code that applies one message's effect inside a unit of work `u`: its business
+/// writes go through `u` (for SQLite: `u.connection()`), and so do the events it emits
+/// (`outbox.add(u, entry, now)`), so that they commit together with the inbox record.
+///
+/// Requirements, for `e` of type `E&`, `m` of type `const message&` and `u` of type `U&`:
+/// `e(m, u)` is valid and returns `void` or `std::error_code`. Success is returning normally
+/// (or an empty `error_code`); failure is an exception or a non-empty `error_code`, and then
+/// nothing the effect wrote is kept.
+///
+/// Does not require: that the effect commits or rolls back `u` (the middleware does), copying,
+/// or thread safety.
+template <class E, class U>
+concept transactional_effect = std::invocable<E&, const message&, U&> &&
+    (std::is_void_v<std::invoke_result_t<E&, const message&, U&>> ||
+     std::same_as<std::invoke_result_t<E&, const message&, U&>, std::error_code>);
+
+/// What an idempotent handler has seen, for metrics and tests.
+struct idempotent_stats {
+    /// Messages whose effect was committed with their inbox record.
+    std::uint64_t processed = 0;
+    /// Messages skipped because the inbox already held them (found by `try_record` or by
+    /// `commit`).
+    std::uint64_t duplicates = 0;
+    /// Attempts that failed and left nothing behind (the effect failed, or the commit did).
+    std::uint64_t failed = 0;
+
+    friend bool operator==(const idempotent_stats&, const idempotent_stats&) = default;
+};
+
+/// The handler that `idempotent(...)` returns: for each message, in one unit of work, it
+/// records (consumer id, message id) in the inbox, runs the effect with the unit, and commits.
+/// See `idempotent` for the contract. Copies share their statistics.
+template <inbox_store Inbox, class Begin, class Effect, clock Clock>
+class idempotent_handler {
+public:
+    using unit_of_work_type = typename Inbox::unit_of_work_type;
+
+    idempotent_handler(Effect effect, Inbox& inbox, Begin begin, std::string consumer_id,
+                       Clock& clock)
+        : effect_(std::move(effect))
+        , inbox_(&inbox)
+        , begin_(std::move(begin))
+        , consumer_id_(std::move(consumer_id))
+        , clock_(&clock)
+        , counters_(std::make_shared<counters>()) {}
+
+    /// Handles one delivery of `m`. Returns success when the effect committed now or had
+    /// committed before (a duplicate), so the caller acknowledges; returns the failure
+    /// otherwise, leaving no effect and no inbox record, so a redelivery tries again.
+    /// Exceptions from the effect propagate after the unit of work is rolled back.
+    std::error_code operator()(const message& m) {
+        unit_of_work_type uow = begin_();
+        auto ec = inbox_->try_record(uow, consumer_id_, m.id, clock_->wall_now());
+        if (ec == errc::already_processed) {
+            uow.rollback();
+            counters_->duplicates.fetch_add(1, std::memory_order_relaxed);
+            return {};
+        }
+        if (!ec) {
+            try {
+                ec = run_effect(m, uow);
+            } catch (...) {
+                uow.rollback();
+                counters_->failed.fetch_add(1, std::memory_order_relaxed);
+                throw;
+            }
+        }
+        if (ec) {
+            uow.rollback();
+            counters_->failed.fetch_add(1, std::memory_order_relaxed);
+            return ec;
+        }
+        ec = uow.commit();
+        if (ec == errc::already_processed) {
+            // A concurrent delivery of the same message committed first: its effect stands,
+            // ours was discarded with this unit.
+            counters_->duplicates.fetch_add(1, std::memory_order_relaxed);
+            return {};
+        }
+        (ec ? counters_->failed : counters_->processed).fetch_add(1, std::memory_order_relaxed);
+        return ec;
+    }
+
+    /// The consumer id this handler records under.
+    const std::string& consumer_id() const noexcept { return consumer_id_; }
+
+    /// A snapshot of the counts, shared by every copy of this handler.
+    idempotent_stats stats() const noexcept {
+        return {counters_->processed.load(std::memory_order_relaxed),
+                counters_->duplicates.load(std::memory_order_relaxed),
+                counters_->failed.load(std::memory_order_relaxed)};
+    }
+
+private:
+    struct counters {
+        std::atomic<std::uint64_t> processed{0};
+        std::atomic<std::uint64_t> duplicates{0};
+        std::atomic<std::uint64_t> failed{0};
+    };
+
+    std::error_code run_effect(const message& m, unit_of_work_type& uow) {
+        if constexpr (std::is_void_v<
+                          std::invoke_result_t<Effect&, const message&, unit_of_work_type&>>) {
+            std::invoke(effect_, m, uow);
+            return {};
+        } else {
+            return std::invoke(effect_, m, uow);
+        }
+    }
+
+    Effect effect_;
+    Inbox* inbox_;
+    Begin begin_;
+    std::string consumer_id_;
+    Clock* clock_;
+    std::shared_ptr<counters> counters_;
+};
+
+/// The idempotent consumer (inbox) middleware: wraps an effect so that each message has its
+/// effect once per consumer, however often it is delivered.
+///
+/// For each message `m`, in one unit of work begun with `begin()`:
+/// 1. it records (`consumer_id`, `m.id`) in `inbox`, stamped `clock.wall_now()`; if the key
+///    is already there, it skips the effect and returns success, so the caller acks;
+/// 2. it runs `effect(m, uow)`, which makes its business writes and appends any outgoing
+///    events to the outbox through the same unit;
+/// 3. it commits: the inbox record, the effect and the outgoing events become durable
+///    together or not at all;
+///
+/// and only then returns success, which is when the consumer acks (`letterbox::consumer`
+/// does). If the effect fails, by exception or `error_code`, the unit rolls back: no effect,
+/// no inbox record and no outgoing event, so a redelivery tries again (DESIGN §3.6).
+///
+/// Duplicates are decided by the inbox's unique key, never by a read followed by a write:
+/// two copies of one message handled at the same time by two consumers on two connections
+/// give one effect. The loser learns it either from `try_record` or from `commit`, and
+/// returns success without an effect.
+///
+/// Requirements: `Inbox` models `inbox_store`; `begin()` returns a new
+/// `Inbox::unit_of_work_type` (it may throw, e.g. `letterbox::error(errc::store_busy)`);
+/// `Effect` models `transactional_effect` with that unit; `Clock` models `clock`. `inbox` and
+/// `clock` must outlive the handler. The result models `handler`.
+///
+/// Limits: the record protects one consumer id; two different consumers of one message
+/// both apply their effects (that is the point of per-consumer keys). Records purged before
+/// the last redelivery can no longer absorb it: keep the inbox retention longer than the
+/// redelivery horizon. Effects outside the unit of work (an HTTP call, an e-mail) are not
+/// covered: make those idempotent themselves or move them behind the outbox.
+///
+/// Example:
+///
+///     auto h = letterbox::idempotent(
+///         [&](const letterbox::message& m, letterbox::sqlite::unit_of_work& u) {
+///             grant_access(u.connection(), m);                    // business write
+///             outbox.add(u, access_granted_event(m), clock.wall_now()); // outgoing event
+///         },
+///         inbox, [&] { return db.begin(); }, "access-service", clock);
+template <inbox_store Inbox, class Begin, class Effect, clock Clock>
+    requires std::same_as < std::invoke_result_t<Begin&>,
+typename Inbox::unit_of_work_type >
+    &&transactional_effect<Effect, typename Inbox::unit_of_work_type>
+        idempotent_handler<Inbox, Begin, Effect, Clock>
+        idempotent(Effect effect, Inbox& inbox, Begin begin, std::string consumer_id,
+                   Clock& clock) {
+    return {std::move(effect), inbox, std::move(begin), std::move(consumer_id), clock};
+}
+
+} // namespace letterbox

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: BSL-1.0
+
+#include <letterbox/middleware/idempotent.hpp>
+
+#include <letterbox/concepts/handler.hpp>
+#include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/inbox/in_memory_inbox_store.hpp>
+#include <letterbox/outbox/in_memory_outbox_store.hpp>
+#include <letterbox/virtual_clock.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <latch>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using letterbox::errc;
+
+// The in-memory stand-in for a business table: a write staged in the unit of work is applied
+// by its on_commit callback, so it happens exactly when the unit commits, and never otherwise.
+struct ledger {
+    std::map<letterbox::message_id, int> effects;
+
+    void stage(letterbox::in_memory_unit_of_work& u, const letterbox::message& m) {
+        u.on_commit([this, id = m.id] { ++effects[id]; });
+    }
+};
+
+struct fixture {
+    letterbox::virtual_clock clock;
+    letterbox::in_memory_inbox_store inbox;
+    letterbox::in_memory_outbox_store outbox;
+    ledger business;
+    letterbox::message_id_generator ids{7};
+
+    letterbox::message message_of(std::string type = "enrollment.confirmed") {
+        letterbox::message m;
+        m.id = ids();
+        m.type = std::move(type);
+        return m;
+    }
+    static auto begin() {
+        return [] {
+            return letterbox::in_memory_unit_of_work{};
+        };
+    }
+    std::size_t outbox_rows() {
+        std::error_code ec;
+        return outbox.list({}, ec).size();
+    }
+};
+
+} // namespace
+
+static_assert(letterbox::handler<decltype(letterbox::idempotent(
+                  [](const letterbox::message&, letterbox::in_memory_unit_of_work&) {},
+                  std::declval<letterbox::in_memory_inbox_store&>(),
+                  [] { return letterbox::in_memory_unit_of_work{}; }, "c",
+                  std::declval<letterbox::virtual_clock&>()))>);
+
+TEST_CASE("idempotent applies the effect once, records the key and skips a redelivery",
+          "[middleware][idempotent]") {
+    fixture f;
+    int runs = 0;
+    auto h = letterbox::idempotent(
+        [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+            ++runs;
+            f.business.stage(u, m);
+        },
+        f.inbox, fixture::begin(), "access-service", f.clock);
+    const auto m = f.message_of();
+
+    CHECK_FALSE(h(m));
+    CHECK_FALSE(h(m)); // the broker redelivers: acked, no second effect
+    CHECK_FALSE(h(m));
+    CHECK(runs == 1);
+    CHECK(f.business.effects[m.id] == 1);
+    std::error_code ec;
+    CHECK(f.inbox.contains("access-service", m.id, ec));
+    CHECK(h.stats() == letterbox::idempotent_stats{1, 2, 0});
+}
+
+TEST_CASE("idempotent keys are per consumer", "[middleware][idempotent]") {
+    fixture f;
+    auto effect = [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+        f.business.stage(u, m);
+    };
+    auto access = letterbox::idempotent(effect, f.inbox, fixture::begin(), "access", f.clock);
+    auto billing = letterbox::idempotent(effect, f.inbox, fixture::begin(), "billing", f.clock);
+    const auto m = f.message_of();
+    CHECK_FALSE(access(m));
+    CHECK_FALSE(billing(m));
+    CHECK_FALSE(billing(m));
+    CHECK(f.business.effects[m.id] == 2); // once per consumer
+    CHECK(billing.stats().duplicates == 1);
+}
+
+TEST_CASE("idempotent: a failed effect leaves no effect, no inbox record and no outgoing event",
+          "[middleware][idempotent]") {
+    fixture f;
+    bool fail = true;
+    bool throw_instead = GENERATE(false, true);
+    auto h = letterbox::idempotent(
+        [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) -> std::error_code {
+            f.business.stage(u, m);
+            letterbox::outbox_entry out;
+            out.msg.id = f.ids();
+            out.msg.type = "access.granted";
+            REQUIRE_FALSE(f.outbox.add(u, out, f.clock.wall_now()));
+            if (fail && throw_instead)
+                throw std::runtime_error("database of grades unreachable");
+            return fail ? make_error_code(errc::timed_out) : std::error_code{};
+        },
+        f.inbox, fixture::begin(), "access", f.clock);
+    const auto m = f.message_of();
+
+    if (throw_instead)
+        CHECK_THROWS_AS(h(m), std::runtime_error);
+    else
+        CHECK(h(m) == errc::timed_out);
+    std::error_code ec;
+    CHECK_FALSE(f.inbox.contains("access", m.id, ec));
+    CHECK(f.business.effects.empty());
+    CHECK(f.outbox_rows() == 0);
+    CHECK(h.stats().failed == 1);
+
+    // The redelivery runs the effect again, and this time everything commits together.
+    fail = false;
+    CHECK_FALSE(h(m));
+    CHECK(f.inbox.contains("access", m.id, ec));
+    CHECK(f.business.effects[m.id] == 1);
+    CHECK(f.outbox_rows() == 1);
+}
+
+TEST_CASE("idempotent: a commit that fails applies nothing and reports the error",
+          "[middleware][idempotent]") {
+    fixture f;
+    auto h =
+        letterbox::idempotent([&](const letterbox::message& m,
+                                  letterbox::in_memory_unit_of_work& u) { f.business.stage(u, m); },
+                              f.inbox, fixture::begin(), "access", f.clock);
+    const auto m = f.message_of();
+    // Operation 0 is try_record; operation 1 is the commit.
+    f.inbox.fail_nth(1, errc::store_full);
+    CHECK(h(m) == errc::store_full);
+    CHECK(f.business.effects.empty());
+    CHECK_FALSE(h(m));
+    CHECK(f.business.effects[m.id] == 1);
+}
+
+TEST_CASE("idempotent: two copies handled at once by two threads give one effect",
+          "[middleware][idempotent][threads]") {
+    fixture f;
+    std::atomic<int> effects{0};
+    auto h = letterbox::idempotent(
+        [&](const letterbox::message&, letterbox::in_memory_unit_of_work& u) {
+            u.on_commit([&] { effects.fetch_add(1); });
+        },
+        f.inbox, fixture::begin(), "access", f.clock);
+    // wall_now() of a virtual clock is read-only here, so sharing it between threads is safe.
+    std::vector<letterbox::message> messages;
+    for (int i = 0; i < 200; ++i)
+        messages.push_back(f.message_of());
+    std::latch start(2);
+    std::atomic<int> errors{0}; // Catch2 v2 assertions are not thread-safe: count, check later
+    auto worker = [&] {
+        start.arrive_and_wait();
+        for (const auto& m : messages)
+            if (h(m))
+                errors.fetch_add(1);
+    };
+    std::thread a(worker);
+    std::thread b(worker);
+    a.join();
+    b.join();
+    CHECK(errors.load() == 0);
+    CHECK(effects.load() == 200);
+    CHECK(h.stats().processed == 200);
+    CHECK(h.stats().duplicates == 200);
+}
