@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/clock.hpp>
+#include <letterbox/detail/unique_function.hpp>
 #include <letterbox/steady_clock.hpp>
 #include <letterbox/transport/in_memory/broker_counters.hpp>
 #include <letterbox/transport/in_memory/broker_profile.hpp>
@@ -11,8 +12,12 @@
 #include <letterbox/transport/in_memory/queue_info.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,7 +47,7 @@ struct broker_options {
 /// behaviour and every known difference from RabbitMQ.
 ///
 /// Fault hooks, for tests and simulations: `sever_all`, `nack_nth_publish`,
-/// `lose_nth_confirm` and `restart`.
+/// `lose_nth_confirm`, `restart`, and an outage: `go_down` ... `come_back`.
 ///
 /// Thread safety: none. Use the broker, its connections and channels from the executor's
 /// thread only (a single-threaded `io_context` or a strand). The clock must outlive the
@@ -69,7 +74,10 @@ public:
     boost::asio::any_io_executor get_executor() const noexcept { return ex_; }
     const broker_profile& profile() const noexcept { return state_->profile(); }
 
-    /// Opens a client connection; `name` is for diagnostics.
+    /// Opens a client connection; `name` is for diagnostics. While the broker is down
+    /// (`go_down`), the attempt is refused: the connection returned is already closed, its
+    /// `close_reason()` says why (`errc::connection_closed`), and every channel opened on it is
+    /// closed too.
     connection connect(std::string name = {}) {
         return connection(state_, state_->open_connection(std::move(name)));
     }
@@ -90,6 +98,10 @@ public:
     std::size_t connection_count() const noexcept { return state_->open_connections(); }
     /// Open channels over every open connection.
     std::size_t channel_count() const noexcept { return state_->open_channels(); }
+    /// Whether the broker is down (between `go_down` and `come_back`).
+    bool is_down() const noexcept { return state_->is_down(); }
+    /// Connection attempts refused because the broker was down, since it was created.
+    std::uint64_t refused_connections() const noexcept { return state_->refused_connections(); }
 
     // -- faults ------------------------------------------------------------------------------
     /// Closes every client connection with CONNECTION_FORCED (a network failure): their
@@ -106,6 +118,46 @@ public:
     /// durable classic queues (every message of a quorum queue). Unacknowledged messages come
     /// back marked redelivered. Counters are kept.
     void restart() { state_->restart(); }
+
+    /// Starts an outage (the network or the broker's host is unreachable; the broker itself
+    /// keeps running): every connection closes with CONNECTION_FORCED, as with `sever_all`, and
+    /// every connection attempt fails (`connect` returns a closed connection, counted by
+    /// `refused_connections()`) until `come_back`. Unlike `restart`, everything is kept:
+    /// exchanges, queues, bindings, messages (unacknowledged ones are requeued) and TTL timers.
+    /// Publishes awaiting a confirm have an unknown outcome. Calling it again while down does
+    /// nothing more; `restart` while down drops what a restart drops and stays down.
+    void go_down() { state_->go_down(); }
+
+    /// Ends the outage: connections are accepted again. The waits started with `async_wait_up`
+    /// complete (posted to their executors), which is how `in_memory_transport` reconnects and
+    /// restores its consumers without waiting for its next operation. Does nothing when up.
+    void come_back() {
+        for (auto& waiter : state_->come_back())
+            waiter();
+    }
+
+    /// Completes with `void()` once the broker is up: at once (posted) when it is, otherwise
+    /// when `come_back` is called. The completion runs on the token's associated executor,
+    /// by default the broker's. A wait pending when the broker is destroyed never completes
+    /// (its handler is destroyed). A RabbitMQ client instead retries its connection every
+    /// recovery interval; waiting for the broker's signal is the model's simplification, so
+    /// that an outage costs no polling and no virtual time.
+    template <class Token>
+    auto async_wait_up(Token&& token) {
+        return boost::asio::async_initiate<Token, void()>(
+            [s = state_, ex = ex_](auto handler) {
+                auto handler_ex = boost::asio::get_associated_executor(handler, ex);
+                letterbox::detail::unique_function<void()> fire = [h = std::move(handler),
+                                                                   handler_ex]() mutable {
+                    boost::asio::post(handler_ex, std::move(h));
+                };
+                if (s->is_down())
+                    s->when_up(std::move(fire));
+                else
+                    fire();
+            },
+            token);
+    }
 
 private:
     // The steady clock is stateless, so one constant instance serves every broker.

@@ -197,9 +197,18 @@ private:
     }
 
     void connect() {
+        auto next = broker_->connect(name_);
+        if (!next.is_open()) {
+            // Refused: the broker is down (broker::go_down). Keep the lost connection, its
+            // channels and the consumers as they are (operations fail with connection_closed
+            // meanwhile), and recover when the broker says it is back: a RabbitMQ client would
+            // retry every recovery interval instead.
+            wait_for_broker();
+            return;
+        }
         channels_.clear();
         retired_.clear();
-        conn_ = broker_->connect(name_);
+        conn_ = std::move(next);
         std::weak_ptr<transport_state> self = weak_from_this();
         conn_.on_close([self](const close_reason&) {
             if (auto s = self.lock())
@@ -217,6 +226,20 @@ private:
                 ++it;
             }
         }
+    }
+
+    // At most one wait at a time, however many operations were refused meanwhile.
+    void wait_for_broker() {
+        if (waiting_for_broker_)
+            return;
+        waiting_for_broker_ = true;
+        std::weak_ptr<transport_state> self = weak_from_this();
+        broker_->async_wait_up([self] {
+            if (auto s = self.lock()) {
+                s->waiting_for_broker_ = false;
+                s->ensure_open();
+            }
+        });
     }
 
     void on_broker_cancel(const std::string& tag) {
@@ -346,6 +369,7 @@ private:
     std::set<std::uint64_t> retired_;
     std::uint64_t in_flight_ = 0;
     bool closed_ = false;
+    bool waiting_for_broker_ = false;
 };
 
 } // namespace in_memory::detail
@@ -360,7 +384,10 @@ private:
 /// first. After a lost connection (`broker::sever_all`, `broker::restart`) it reconnects and
 /// re-creates its consumers, as a RabbitMQ client with automatic recovery does; deliveries
 /// from the lost channels can no longer be settled (`errc::channel_closed`) and are
-/// redelivered.
+/// redelivered. While the broker is down (`broker::go_down`), every operation that needs the
+/// connection tries to reconnect once and completes at once with `errc::connection_closed`
+/// (never hangs); when the broker comes back (`broker::come_back`) it reconnects by itself,
+/// restores its consumers, and its next operations succeed.
 ///
 /// Every operation is posted to the broker's executor (it starts after the caller's handler
 /// returns, as a request on a socket would, so a consumer that nacks with requeue inside its

@@ -6,6 +6,7 @@
 // 3.10.8 observations (§0.3) it implements; docs/in-memory-transport.md lists them.
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
@@ -252,10 +253,21 @@ public:
 
     // ---- connections and channels -----------------------------------------------------
 
+    // While the broker is down (go_down) a connection attempt is refused: the client gets a
+    // connection that is already closed, which the broker does not list and which takes no id
+    // (so ids, and the consumer tags made from them, do not depend on how often a client
+    // retried during an outage).
     std::shared_ptr<connection_state> open_connection(std::string name) {
         auto c = std::make_shared<connection_state>();
-        c->id = ++last_id_;
         c->name = std::move(name);
+        if (down_) {
+            ++refused_connections_;
+            c->open = false;
+            c->reason = {make_error_code(errc::connection_closed),
+                         "connection refused: the broker is unreachable (fault injection)"};
+            return c;
+        }
+        c->id = ++last_id_;
         connections_.push_back(c);
         return c;
     }
@@ -901,6 +913,33 @@ public:
         for (auto& c : conns)
             close_connection(*c, {make_error_code(errc::connection_forced),
                                   "CONNECTION_FORCED - connection severed (fault injection)"});
+    }
+
+    // A network outage: every connection is lost (their unacknowledged deliveries requeued,
+    // as the broker does when it notices a dead connection) and new ones are refused until
+    // come_back. Unlike restart, every queue, message and binding stays, and TTL timers keep
+    // running: the broker is alive, only unreachable.
+    void go_down() {
+        scope s(*this);
+        down_ = true;
+        auto conns = connections_;
+        for (auto& c : conns)
+            close_connection(*c, {make_error_code(errc::connection_forced),
+                                  "CONNECTION_FORCED - broker unreachable (fault injection)"});
+    }
+
+    // Ends the outage; returns the waiters registered with when_up, for the caller to run.
+    std::vector<letterbox::detail::unique_function<void()>> come_back() {
+        down_ = false;
+        return std::exchange(up_waiters_, {});
+    }
+
+    bool is_down() const noexcept { return down_; }
+    std::uint64_t refused_connections() const noexcept { return refused_connections_; }
+
+    // Keeps `f` until come_back (the caller checked that the broker is down).
+    void when_up(letterbox::detail::unique_function<void()> f) {
+        up_waiters_.push_back(std::move(f));
     }
 
     void restart() {
@@ -1741,6 +1780,9 @@ private:
     std::uint64_t publishes_ = 0;
     std::uint64_t nack_publish_at_ = 0;
     std::uint64_t lose_confirm_at_ = 0;
+    std::uint64_t refused_connections_ = 0;
+    std::vector<letterbox::detail::unique_function<void()>> up_waiters_;
+    bool down_ = false;
     int depth_ = 0;
 };
 

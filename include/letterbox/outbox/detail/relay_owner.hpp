@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/message.hpp>
+
+#include <string>
+
+namespace letterbox::detail {
+
+/// A lease owner no other relay instance uses: "relay-" and a random UUID.
+inline std::string new_relay_owner() {
+    message_id_generator ids; // seeded from std::random_device
+    return "relay-" + letterbox::to_string(ids());
+}
+
+} // namespace letterbox::detail
