@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -47,6 +48,29 @@ concept outbox_settler = requires(S& s, const message_id& id, std::string_view o
                                   store_time now) {
     { s.mark_published(id, owner, now) } -> std::same_as<std::error_code>;
     { s.record_failure(id, owner, error, at, max, now) } -> std::same_as<std::error_code>;
+};
+
+/// `S` marks many leased rows published in one operation (one transaction).
+///
+/// An optional capability of an `outbox_store`, not part of that concept: `outbox_relay` uses
+/// it when the store provides it, and otherwise marks rows one `mark_published` at a time.
+///
+/// Semantics: `s.mark_published(ids, owner, now, results)` is equivalent to calling
+/// `s.mark_published(id, owner, now)` for each id of `ids` in order (a repeated id is therefore
+/// `errc::lease_lost` the second time), atomically with respect to every other operation.
+/// `results` is resized to `ids.size()` and holds each row's outcome, at the id's index:
+/// success, `errc::lease_lost` or `errc::record_not_found`, as the single call would return.
+/// The returned code is a store-level failure (a database error, an injected fault): then
+/// nothing was marked and every element of `results` is that error. An empty `ids` marks
+/// nothing and succeeds. A durable store applies the whole batch in one transaction; that is
+/// the point of the capability (one commit instead of one per row).
+///
+/// Models: `in_memory_outbox_store`.
+template <class S>
+concept outbox_batch_settler = requires(S& s, std::span<const message_id> ids,
+                                        std::string_view owner, store_time now,
+                                        std::vector<std::error_code>& results) {
+    { s.mark_published(ids, owner, now, results) } -> std::same_as<std::error_code>;
 };
 
 /// `S` lets an operator park and unpark rows, and purges published rows after retention.
@@ -99,8 +123,9 @@ concept outbox_reader = requires(S& s, const message_id& id, const outbox_query&
 ///   `created_at = now`, `next_attempt_at = now`, status pending, no attempts. A message id
 ///   that the store already holds, or that `u` already staged, is refused with
 ///   `errc::duplicate_message_id` and `u` stays usable; so is an entry whose body is invalid
-///   for its declared content type, with `errc::payload_malformed` (see `validate_payload`); if a concurrent unit commits the same
-///   id first, the later unit's `commit()` fails with `errc::duplicate_message_id`.
+///   for its declared content type, with `errc::payload_malformed` (see `validate_payload`); if a
+///   concurrent unit commits the same id first, the later unit's `commit()` fails with
+///   `errc::duplicate_message_id`.
 /// - **claim** returns at most `max_rows` rows in sequence order and leases each to `owner`
 ///   until `now + lease`. A row is claimable when it is pending, `next_attempt_at <= now`, it
 ///   holds no unexpired lease (an expired lease is taken over: no call to
@@ -134,6 +159,10 @@ concept outbox_reader = requires(S& s, const message_id& id, const outbox_query&
 /// schema, that the store publish anything (the relay does), or exactly-once hand-out across a
 /// lease expiry (an owner whose lease was taken over may still publish: delivery is
 /// at-least-once and consumers deduplicate by message id).
+///
+/// Optional: a model may also provide `outbox_batch_settler` (many rows marked published in one
+/// call, one transaction); `outbox_relay` then settles its confirmed rows in batches, and
+/// otherwise with one `mark_published` per row.
 ///
 /// Models: `in_memory_outbox_store`; `sqlite::outbox_store` (component `letterbox::sqlite`).
 /// Archetype: `letterbox::testing::outbox_store_archetype`. Conformance suite:

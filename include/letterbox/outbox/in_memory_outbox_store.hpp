@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -68,6 +69,12 @@ public:
     /// Marks a row leased by `owner` as published at `now`.
     std::error_code mark_published(const message_id& id, std::string_view owner, store_time now);
 
+    /// Marks the rows `ids` leased by `owner` as published at `now`, as one operation (one
+    /// lock, one count for `fail_nth`): `outbox_batch_settler`. `results` gets each row's
+    /// outcome; an injected fault fails the whole batch with no effect.
+    std::error_code mark_published(std::span<const message_id> ids, std::string_view owner,
+                                   store_time now, std::vector<std::error_code>& results);
+
     /// Records a failed attempt by `owner`: retried at `next_attempt_at`, or parked once
     /// `max_attempts` is reached.
     std::error_code record_failure(const message_id& id, std::string_view owner,
@@ -107,6 +114,8 @@ private:
     /// The pending row `id` leased to `owner`; otherwise null and `record_not_found` or
     /// `lease_lost` in `ec`. Only the lease owner may settle a row.
     outbox_record* leased_row(const message_id& id, std::string_view owner, std::error_code& ec);
+    /// Marks a leased `row` published at `now` and drops its lease.
+    static void publish(outbox_record& row, store_time now);
 
     detail::in_memory_participant core_;          // mutex + fault counter, shared with commits
     std::map<std::uint64_t, outbox_record> rows_; // by sequence: creation order

@@ -38,6 +38,11 @@ class relay_engine;
 ///   (`errc::no_route`), a nack (`errc::publish_nacked`) or another refusal of the message ->
 ///   `record_failure` with the next attempt at now plus the `row_retry` back-off; the store parks
 ///   the row when it reaches `max_attempts`, with the failure's text as the reason.
+/// - **Batched marks.** When the store also models `outbox_batch_settler`, confirmed rows are
+///   marked published in batches: one `mark_published(ids, ...)` call (one transaction) for all
+///   the confirms that were already queued on the executor, and at most `window` rows per call.
+///   The `after_confirm` hook runs for each row before it joins a batch, `after_mark` for each
+///   row the batch marked. Other stores get one `mark_published` per row.
 /// - **Order.** The store hands out at most one unpublished event per aggregate, and the relay
 ///   only publishes what it claimed; so a later event of an aggregate is never published
 ///   before the earlier one is confirmed and marked.
@@ -62,7 +67,7 @@ class relay_engine;
 ///
 /// Execution: everything runs on the transport's executor, which must be single-threaded or a
 /// strand. Store calls are synchronous there: a SQLite store blocks that executor for the
-/// duration of each call (a claim, a mark, a failure record), typically well under a
+/// duration of each call (a claim, a batch of marks, a failure record), typically well under a
 /// millisecond, but up to its `busy_timeout` under contention. With a `virtual_clock` on a
 /// single-threaded `io_context` the relay is deterministic: the same seed (`relay_options::seed`)
 /// and the same schedule give the same trace. The relay does not count as outstanding work on
@@ -135,7 +140,8 @@ public:
 
     /// Stops gracefully: claims and publishes nothing more, waits up to
     /// `relay_options::stop_timeout` for the publishes in flight and settles those that
-    /// complete, then completes `async_run`. Rows not settled by then are abandoned: they stay
+    /// complete (confirmed rows waiting for a batch of marks are marked first), then completes
+    /// `async_run`. Rows not settled by then are abandoned: they stay
     /// pending and leased, and any relay claims them when the lease expires. Thread-safe
     /// (it posts to the relay's executor); idempotent.
     void stop();

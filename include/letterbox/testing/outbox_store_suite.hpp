@@ -82,6 +82,9 @@ struct outbox_store_harness {
                                  outbox_check_parked_event_blocks_its_aggregate)                   \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "only the lease owner can mark a row published", "",    \
                                  outbox_check_mark_published_requires_lease_owner)                 \
+    LETTERBOX_DETAIL_OUTBOX_CASE(fixtures,                                                         \
+                                 "mark_published of a batch settles each row as one call would",   \
+                                 "", outbox_check_mark_published_batch)                            \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "record_failure counts attempts and parks at the max",  \
                                  "", outbox_check_record_failure_counts_and_parks)                 \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "park and unpark move a row out of and back into line", \

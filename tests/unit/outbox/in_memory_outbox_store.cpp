@@ -8,9 +8,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <span>
 #include <string>
+#include <system_error>
+#include <vector>
 
 static_assert(letterbox::outbox_store<letterbox::in_memory_outbox_store>);
+static_assert(letterbox::outbox_batch_settler<letterbox::in_memory_outbox_store>);
 
 namespace {
 
@@ -145,4 +149,61 @@ TEST_CASE("in_memory_outbox_store assigns sequences in commit order",
     CHECK(batch[0].msg.id == second_added.msg.id);
     CHECK(batch[1].msg.id == first_added.msg.id);
     CHECK(batch[0].sequence < batch[1].sequence);
+}
+
+TEST_CASE("in_memory_outbox_store marks a batch as one operation; a fault fails all of it",
+          "[outbox][in_memory_outbox_store]") {
+    letterbox::in_memory_outbox_store store;
+    letterbox::message_id_generator ids{5};
+    std::vector<letterbox::message_id> batch;
+    {
+        letterbox::in_memory_unit_of_work uow;
+        for (int i = 0; i < 5; ++i) {
+            const auto e = entry(ids, "");
+            REQUIRE_FALSE(store.add(uow, e, t0()));
+            batch.push_back(e.msg.id);
+        }
+        REQUIRE_FALSE(uow.commit());
+    }
+    std::error_code ec;
+    REQUIRE(store.claim("relay", 10, 30s, t0(), ec).size() == 5);
+    REQUIRE_FALSE(ec);
+    batch.push_back(ids()); // unknown
+
+    // An injected fault: the whole batch fails, every result is the fault, nothing changed.
+    std::vector<std::error_code> results;
+    auto before = store.operation_count();
+    store.fail_nth(0, errc::timed_out);
+    CHECK(store.mark_published(std::span<const letterbox::message_id>(batch), "relay", t0() + 1s,
+                               results) == errc::timed_out);
+    CHECK(store.operation_count() == before + 1);
+    REQUIRE(results.size() == batch.size());
+    for (const auto& r : results)
+        CHECK(r == errc::timed_out);
+    CHECK(store.stats(t0(), ec).published == 0);
+    CHECK(store.find(batch[0], ec)->lease_owner == "relay");
+
+    // Again: one operation for six rows.
+    before = store.operation_count();
+    CHECK_FALSE(store.mark_published(std::span<const letterbox::message_id>(batch), "relay",
+                                     t0() + 1s, results));
+    CHECK(store.operation_count() == before + 1);
+    REQUIRE(results.size() == batch.size());
+    for (std::size_t i = 0; i < 5; ++i) {
+        CHECK_FALSE(results[i]);
+        const auto row = store.find(batch[i], ec);
+        REQUIRE(row);
+        CHECK(row->status == letterbox::outbox_status::published);
+        CHECK(row->published_at == t0() + 1s);
+        CHECK(row->lease_owner.empty());
+    }
+    CHECK(results[5] == errc::record_not_found);
+
+    // Settled rows are no longer the owner's to mark.
+    CHECK_FALSE(store.mark_published(std::span<const letterbox::message_id>(batch).first(2),
+                                     "relay", t0() + 2s, results));
+    REQUIRE(results.size() == 2);
+    CHECK(results[0] == errc::lease_lost);
+    CHECK(results[1] == errc::lease_lost);
+    CHECK(store.find(batch[0], ec)->published_at == t0() + 1s);
 }

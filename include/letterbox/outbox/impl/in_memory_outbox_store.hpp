@@ -7,9 +7,11 @@
 #include <letterbox/payload.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,11 +119,32 @@ inline std::error_code in_memory_outbox_store::mark_published(const message_id& 
     auto* row = leased_row(id, owner, ec);
     if (!row)
         return ec;
-    row->status = outbox_status::published;
-    row->published_at = now;
-    row->lease_owner.clear();
-    row->lease_expires_at = {};
+    publish(*row, now);
     return {};
+}
+
+inline std::error_code
+in_memory_outbox_store::mark_published(std::span<const message_id> ids, std::string_view owner,
+                                       store_time now, std::vector<std::error_code>& results) {
+    std::lock_guard lock(core_.mutex);
+    if (auto ec = core_.faults.next()) {
+        results.assign(ids.size(), ec);
+        return ec;
+    }
+    results.assign(ids.size(), std::error_code{});
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        // In order, so a repeated id finds its row already published: lease_lost.
+        if (auto* row = leased_row(ids[i], owner, results[i]))
+            publish(*row, now);
+    }
+    return {};
+}
+
+inline void in_memory_outbox_store::publish(outbox_record& row, store_time now) {
+    row.status = outbox_status::published;
+    row.published_at = now;
+    row.lease_owner.clear();
+    row.lease_expires_at = {};
 }
 
 inline std::error_code

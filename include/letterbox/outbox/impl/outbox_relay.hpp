@@ -7,6 +7,12 @@
 // event (the run starting, a publish outcome, the timer, wake, stop) is a handler on the
 // relay's executor that updates the state and calls `pump`, which does whatever work the state
 // allows and arms the one timer for the next deadline.
+//
+// Settling confirmed rows: with a store that models `outbox_batch_settler`, a confirmed row
+// joins `pending_marks_` and a flush is posted behind the outcomes already queued on the
+// executor, so one `mark_published(ids, ...)` call (one transaction) settles all of them; a
+// full window flushes at once. Other stores, failures (`record_failure`) and retries after a
+// store error settle one row per call (`settle`).
 
 #include <letterbox/outbox/outbox_relay.hpp>
 
@@ -31,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <span>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -98,6 +105,9 @@ private:
         std::declval<const boost::asio::any_io_executor&>()));
 
     enum class phase { ready, running, stopping, finished };
+
+    // The store marks confirmed rows in batches (see the top of this file).
+    static constexpr bool batch_marks = outbox_batch_settler<OutboxStore>;
 
     // A row whose outcome arrived but whose settlement the store refused with a store error;
     // retried while the relay runs.
@@ -180,6 +190,14 @@ private:
         pump();
     }
 
+    void on_flush() {
+        flush_posted_ = false;
+        if (!active())
+            return; // halted or finished: confirmed rows not marked stay pending, as in a crash
+        flush_marks();
+        pump();
+    }
+
     void on_timer(std::uint64_t generation) {
         if (generation != timer_generation_)
             return; // a wait that was cancelled or superseded
@@ -216,6 +234,13 @@ private:
             cells_.add(cells_.nacked);
         if (failpoint(relay_point::after_confirm, row))
             return;
+        if constexpr (batch_marks) {
+            if (!ec) {
+                queue_mark(std::move(row));
+                pump();
+                return;
+            }
+        }
         settlement s{std::move(row), ec};
         if (!settle(s)) {
             if (phase_ == phase::stopping)
@@ -248,8 +273,11 @@ private:
     void step() {
         const auto now = clock_.now();
         if (phase_ == phase::stopping) {
-            if (in_flight_.empty() || now >= stop_deadline_)
-                finish({});
+            if (in_flight_.empty() || now >= stop_deadline_) {
+                flush_marks(); // what was confirmed is settled before the stop completes
+                if (phase_ == phase::stopping)
+                    finish({});
+            }
             return;
         }
         if (now >= next_poll_) {
@@ -393,6 +421,74 @@ private:
         return true;
     }
 
+    // A confirmed row waits for the next batch of marks: the flush posted behind the outcomes
+    // already queued, or at once when a window's worth is waiting.
+    void queue_mark(outbox_record row) {
+        pending_marks_.push_back(std::move(row));
+        if (pending_marks_.size() >= options_.window) {
+            flush_marks();
+            return;
+        }
+        if (!flush_posted_) {
+            flush_posted_ = true;
+            post_weak(ex_, this->weak_from_this(), &relay_engine::on_flush);
+        }
+    }
+
+    // Marks every row of `pending_marks_` published with one store call. Each row is then
+    // handled as `settle` handles one: published (and `after_mark`), lease lost, or, after a
+    // store error, kept for a retry of its own while the relay runs (abandoned when stopping).
+    void flush_marks() {
+        if constexpr (batch_marks) {
+            if (pending_marks_.empty())
+                return;
+            std::vector<outbox_record> batch;
+            batch.swap(pending_marks_);
+            std::vector<message_id> ids;
+            ids.reserve(batch.size());
+            for (const auto& row : batch)
+                ids.push_back(row.msg.id);
+            std::vector<std::error_code> results;
+            std::error_code ec = store_.mark_published(std::span<const message_id>(ids),
+                                                       options_.owner, clock_.wall_now(), results);
+            if (!ec && results.size() != batch.size())
+                ec = errc::internal_error; // a store that broke the contract: retry row by row
+            if (ec)
+                results.assign(batch.size(), ec);
+            bool store_failed = static_cast<bool>(ec);
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                const auto& result = results[i];
+                if (!result) {
+                    cells_.add(cells_.published);
+                    // The aggregate's next event (if any) became claimable.
+                    if (!batch[i].aggregate_id.empty())
+                        claim_allowed_ = true;
+                } else if (result == errc::lease_lost || result == errc::record_not_found) {
+                    cells_.add(cells_.lease_lost);
+                } else {
+                    // A store error for this row: retried on its own, as a failed mark is.
+                    if (!ec)
+                        store_failed = true;
+                    if (phase_ == phase::stopping)
+                        cells_.add(cells_.abandoned);
+                    else if (phase_ == phase::running)
+                        unsettled_.push_back(settlement{std::move(batch[i]), {}});
+                }
+            }
+            if (store_failed) {
+                cells_.add(cells_.store_errors);
+                back_off(store_failures_in_a_row_);
+            } else {
+                store_failures_in_a_row_ = 0;
+            }
+            // Every row of the batch is counted before the first hook runs: a halt at one of
+            // them leaves the counters matching the store.
+            for (std::size_t i = 0; i < batch.size(); ++i)
+                if (!results[i] && failpoint(relay_point::after_mark, batch[i]))
+                    return;
+        }
+    }
+
     // Back in line, in creation order, for a republish after the pause.
     void requeue(outbox_record row) {
         auto at = std::upper_bound(
@@ -514,7 +610,9 @@ private:
 
     std::deque<outbox_record> queue_; // claimed, not sent yet, creation order
     std::map<message_id, std::shared_ptr<outbox_record>> in_flight_; // sent, outcome awaited
-    std::deque<settlement> unsettled_; // outcome known, store refused to settle
+    std::deque<settlement> unsettled_;         // outcome known, store refused to settle
+    std::vector<outbox_record> pending_marks_; // confirmed, waiting for the next batch of marks
+    bool flush_posted_ = false;                // an on_flush is queued on the executor
     bool claim_allowed_ = false;
     bool probing_ = false;
     std::uint32_t transport_failures_in_a_row_ = 0;

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -514,6 +515,67 @@ void outbox_check_mark_published_requires_lease_owner(outbox_store_harness<Store
 
     // An expired lease that nobody took over still belongs to its owner.
     CHECK(describe(h.store.mark_published(e2.msg.id, "relay-a", t0 + 1h)) == success);
+}
+
+template <outbox_store Store>
+void outbox_check_mark_published_batch(outbox_store_harness<Store>& h) {
+    if constexpr (!outbox_batch_settler<Store>) {
+        WARN("the store does not model outbox_batch_settler: batch marks not checked");
+        return;
+    } else {
+        using namespace store_suite;
+        const auto t0 = epoch();
+        message_id_generator ids{119};
+        const auto a1 = outbox_event(ids, "order", "A");
+        const auto a2 = outbox_event(ids, "order", "A");
+        const auto n1 = outbox_event(ids, "log", "");
+        const auto n2 = outbox_event(ids, "log", "");
+        const auto n3 = outbox_event(ids, "log", "");
+        const auto other = outbox_event(ids, "log", "");
+        const auto unknown = ids();
+        add_committed(h, {a1, a2, n1, n2, n3, other}, t0);
+        REQUIRE(claim_ids(h, "relay-a", 4, 30s, t0) == ids_of({&a1, &n1, &n2, &n3}));
+        REQUIRE(claim_ids(h, "relay-b", 10, 30s, t0) == ids_of({&other}));
+
+        // Leftovers of an earlier call are replaced, not appended to.
+        std::vector<std::error_code> results(7, make_error_code(errc::internal_error));
+        const std::vector<message_id> batch{a1.msg.id, other.msg.id, unknown,
+                                            n1.msg.id, n1.msg.id,    n3.msg.id};
+        REQUIRE(describe(h.store.mark_published(std::span<const message_id>(batch), "relay-a",
+                                                t0 + 1s, results)) == success);
+        REQUIRE(results.size() == batch.size());
+        CHECK(describe(results[0]) == success);
+        CHECK(describe(results[1]) == describe(errc::lease_lost)); // leased to relay-b
+        CHECK(describe(results[2]) == describe(errc::record_not_found));
+        CHECK(describe(results[3]) == success);
+        CHECK(describe(results[4]) == describe(errc::lease_lost)); // settled by results[3]
+        CHECK(describe(results[5]) == success);
+
+        for (const auto* e : {&a1, &n1, &n3}) {
+            const auto row = find_row(h, e->msg.id);
+            CHECK(row.status == outbox_status::published);
+            REQUIRE(row.published_at.has_value());
+            CHECK(*row.published_at == t0 + 1s);
+            CHECK(row.lease_owner.empty());
+        }
+        // Rows the batch did not mark are untouched.
+        auto row = find_row(h, other.msg.id);
+        CHECK(row.status == outbox_status::pending);
+        CHECK(row.lease_owner == "relay-b");
+        row = find_row(h, n2.msg.id);
+        CHECK(row.status == outbox_status::pending);
+        CHECK(row.lease_owner == "relay-a");
+        CHECK(stats_at(h, t0 + 1s).published == 3);
+
+        // a1 published: its aggregate's next event is claimable.
+        CHECK(claim_ids(h, "relay-c", 10, 30s, t0 + 2s) == ids_of({&a2}));
+
+        // An empty batch marks nothing and succeeds.
+        REQUIRE(describe(h.store.mark_published(std::span<const message_id>(), "relay-a", t0 + 3s,
+                                                results)) == success);
+        CHECK(results.empty());
+        CHECK(stats_at(h, t0 + 3s).published == 3);
+    }
 }
 
 template <outbox_store Store>
