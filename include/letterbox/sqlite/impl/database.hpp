@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// Definitions of letterbox/sqlite/database.hpp; included at its end.
+
+#include <letterbox/sqlite/database.hpp>
+
+#include <string>
+#include <utility>
+
+namespace letterbox::sqlite {
+
+namespace detail {
+
+/// `PRAGMA quick_check`: success when it reports "ok", else `errc::store_corrupt` with its
+/// findings in `text`.
+inline std::error_code quick_check(connection& c, std::string& text) {
+    std::error_code ec;
+    auto st = c.prepare("PRAGMA quick_check", ec);
+    if (ec) {
+        text = c.last_error_message();
+        return ec;
+    }
+    std::string findings;
+    int rows = 0;
+    while (st->step(ec) && rows < 10) {
+        if (!findings.empty())
+            findings += "; ";
+        findings += st->column_text(0);
+        ++rows;
+    }
+    if (ec) {
+        text = c.last_error_message();
+        return ec;
+    }
+    if (findings != "ok") {
+        text = "quick_check: " + findings;
+        return errc::store_corrupt;
+    }
+    return {};
+}
+
+} // namespace detail
+
+inline database database::open(const std::string& path, const database_options& options,
+                               std::error_code& ec) {
+    database db;
+    auto state = std::make_shared<detail::database_state>(path, options);
+    auto first = std::make_unique<connection>(connection::open(path, options, ec, &db.open_error_));
+    if (ec)
+        return db;
+    if (options.quick_check_on_open) {
+        ec = detail::quick_check(*first, db.open_error_);
+        if (ec)
+            return db;
+    }
+    for (unsigned attempt = 0;; ++attempt) {
+        ec = schema::migrate(*first);
+        if (!ec)
+            break;
+        if (ec == errc::store_schema_too_new) {
+            std::error_code read_ec;
+            db.open_error_ = "the database has letterbox schema version " +
+                             std::to_string(schema::installed_version(*first, read_ec)) +
+                             "; this library knows versions up to " +
+                             std::to_string(schema::latest_version());
+            return db;
+        }
+        db.open_error_ = first->last_error_message();
+        if (!state->retry_after_busy(ec, attempt))
+            return db;
+    }
+    db.open_error_.clear();
+    state->adopt(std::move(first));
+    db.state_ = std::move(state);
+    return db;
+}
+
+inline database database::open(const std::string& path, const database_options& options) {
+    std::error_code ec;
+    auto db = open(path, options, ec);
+    if (ec)
+        throw error(ec, "cannot open the SQLite database '" + path + "': " + db.open_error_);
+    return db;
+}
+
+inline unit_of_work database::begin(std::error_code& ec) {
+    ec.clear();
+    if (!state_) {
+        ec = errc::closed;
+        return {};
+    }
+    for (unsigned attempt = 0;; ++attempt) {
+        auto c = state_->acquire(ec);
+        if (ec)
+            return {};
+        ec = detail::exec_cached(*c, "BEGIN IMMEDIATE");
+        if (!ec)
+            return unit_of_work(state_, std::move(c));
+        state_->record_error(*c);
+        c.reset(); // back to the pool before the backoff
+        if (!state_->retry_after_busy(ec, attempt))
+            return {};
+    }
+}
+
+inline unit_of_work database::begin() {
+    std::error_code ec;
+    auto uow = begin(ec);
+    if (ec)
+        throw error(ec, "cannot begin a unit of work on '" + path() + "': " + last_error_message());
+    return uow;
+}
+
+inline const std::string& database::path() const noexcept {
+    static const std::string none;
+    return state_ ? state_->path() : none;
+}
+
+inline const database_options& database::options() const noexcept {
+    static const database_options defaults;
+    return state_ ? state_->options() : defaults;
+}
+
+inline std::string database::last_error_message() const {
+    return state_ ? state_->last_error_message() : open_error_;
+}
+
+inline std::uint64_t database::busy_retries() const noexcept {
+    return state_ ? state_->busy_retries() : 0;
+}
+
+inline std::size_t database::open_connections() const noexcept {
+    return state_ ? state_->open_connections() : 0;
+}
+
+inline std::size_t database::idle_connections() const {
+    return state_ ? state_->idle_connections() : 0;
+}
+
+} // namespace letterbox::sqlite

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// Definitions of letterbox/sqlite/schema.hpp; included at its end.
+
+#include <letterbox/sqlite/schema.hpp>
+
+namespace letterbox::sqlite {
+
+inline std::span<const schema::migration> schema::migrations() noexcept {
+    // Released steps are never edited: a database that recorded version n ran exactly these.
+    static constexpr migration steps[] = {
+        {1, "outbox and inbox tables",
+         R"sql(
+CREATE TABLE letterbox_outbox (
+    sequence         INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id       TEXT    NOT NULL UNIQUE,
+    aggregate_type   TEXT    NOT NULL,
+    aggregate_id     TEXT    NOT NULL,
+    event_type       TEXT    NOT NULL,
+    exchange         TEXT    NOT NULL,
+    routing_key      TEXT    NOT NULL,
+    headers          BLOB    NOT NULL,
+    properties       BLOB    NOT NULL,
+    payload          BLOB    NOT NULL,
+    created_at       INTEGER NOT NULL,
+    status           INTEGER NOT NULL CHECK (status IN (0, 1, 2)),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  INTEGER NOT NULL,
+    last_error       TEXT    NOT NULL DEFAULT '',
+    last_failure_at  INTEGER,
+    lease_owner      TEXT    NOT NULL DEFAULT '',
+    lease_expires_at INTEGER NOT NULL DEFAULT 0,
+    published_at     INTEGER,
+    -- 1 when the row is unpublished and no earlier row of its aggregate is (or it has no
+    -- aggregate): the only rows claim may hand out. Set on insert, and kept by the triggers
+    -- below when the head is published or deleted.
+    aggregate_head   INTEGER NOT NULL DEFAULT 0
+);
+-- claim: the pending heads of their aggregates, in sequence (rowid) order. Rows queued behind
+-- an unpublished row of their aggregate are not in it, so a deep backlog costs claim nothing.
+CREATE INDEX letterbox_outbox_claimable
+    ON letterbox_outbox (sequence) WHERE status = 0 AND aggregate_head = 1;
+-- list and stats: the rows of one status, in sequence order.
+CREATE INDEX letterbox_outbox_status ON letterbox_outbox (status);
+-- add and the triggers: the earliest unpublished row of an aggregate is one probe.
+CREATE INDEX letterbox_outbox_unpublished_by_aggregate
+    ON letterbox_outbox (aggregate_type, aggregate_id, sequence) WHERE status <> 1;
+-- stats: the oldest pending row (the relay's lag).
+CREATE INDEX letterbox_outbox_pending_created_at
+    ON letterbox_outbox (created_at) WHERE status = 0;
+-- purge_published.
+CREATE INDEX letterbox_outbox_published_at ON letterbox_outbox (published_at) WHERE status = 1;
+
+-- When a head is published (or an unpublished head is deleted by hand), the next unpublished
+-- row of its aggregate becomes the head, in the same statement.
+CREATE TRIGGER letterbox_outbox_head_published
+AFTER UPDATE OF status ON letterbox_outbox
+FOR EACH ROW WHEN NEW.status = 1 AND OLD.status <> 1 AND NEW.aggregate_id <> ''
+BEGIN
+    UPDATE letterbox_outbox SET aggregate_head = 1 WHERE sequence = (
+        SELECT sequence FROM letterbox_outbox
+        WHERE aggregate_type = NEW.aggregate_type AND aggregate_id = NEW.aggregate_id
+          AND status <> 1
+        ORDER BY sequence LIMIT 1);
+END;
+CREATE TRIGGER letterbox_outbox_head_deleted
+AFTER DELETE ON letterbox_outbox
+FOR EACH ROW WHEN OLD.status <> 1 AND OLD.aggregate_head = 1 AND OLD.aggregate_id <> ''
+BEGIN
+    UPDATE letterbox_outbox SET aggregate_head = 1 WHERE sequence = (
+        SELECT sequence FROM letterbox_outbox
+        WHERE aggregate_type = OLD.aggregate_type AND aggregate_id = OLD.aggregate_id
+          AND status <> 1
+        ORDER BY sequence LIMIT 1);
+END;
+
+CREATE TABLE letterbox_inbox (
+    consumer_id TEXT    NOT NULL,
+    message_id  TEXT    NOT NULL,
+    recorded_at INTEGER NOT NULL,
+    PRIMARY KEY (consumer_id, message_id)
+) WITHOUT ROWID;
+CREATE INDEX letterbox_inbox_recorded_at ON letterbox_inbox (recorded_at);
+)sql"},
+    };
+    return steps;
+}
+
+inline int schema::installed_version(connection& conn, std::error_code& ec) {
+    auto table = conn.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+                              "'letterbox_schema_version'",
+                              ec);
+    if (ec)
+        return 0;
+    if (!table->step(ec))
+        return 0;
+    if (table->column_int64(0) == 0)
+        return 0;
+    auto row =
+        conn.prepare("SELECT version FROM letterbox_schema_version WHERE component = ?1", ec);
+    if (ec)
+        return 0;
+    if (auto bound = row->bind_text(1, component)) {
+        ec = bound;
+        return 0;
+    }
+    if (!row->step(ec))
+        return 0;
+    return static_cast<int>(row->column_int64(0));
+}
+
+inline std::error_code schema::migrate(connection& conn) {
+    std::error_code ec;
+    // Read first: an up-to-date database needs no write lock, so opening it never waits for
+    // a writer.
+    int version = installed_version(conn, ec);
+    if (ec)
+        return ec;
+    if (version > latest_version())
+        return errc::store_schema_too_new;
+    if (version == latest_version())
+        return {};
+
+    if (auto begun = conn.exec("BEGIN IMMEDIATE"))
+        return begun;
+    auto fail = [&](std::error_code e) {
+        if (conn.in_transaction())
+            conn.exec("ROLLBACK");
+        return e;
+    };
+    // Another connection may have migrated between the read and the lock: read again.
+    version = installed_version(conn, ec);
+    if (ec)
+        return fail(ec);
+    if (version > latest_version())
+        return fail(errc::store_schema_too_new);
+    if (auto e = conn.exec("CREATE TABLE IF NOT EXISTS letterbox_schema_version ("
+                           "component TEXT PRIMARY KEY, version INTEGER NOT NULL)"))
+        return fail(e);
+    for (const auto& step : migrations()) {
+        if (step.version <= version)
+            continue;
+        if (auto e = conn.exec(step.sql))
+            return fail(e);
+    }
+    {
+        auto record = conn.prepare("INSERT INTO letterbox_schema_version (component, version) "
+                                   "VALUES (?1, ?2) ON CONFLICT (component) DO UPDATE SET "
+                                   "version = excluded.version",
+                                   ec);
+        if (ec)
+            return fail(ec);
+        record->bind_text(1, component);
+        record->bind_int64(2, latest_version());
+        if (auto e = record->execute())
+            return fail(e);
+    }
+    if (auto e = conn.exec("COMMIT"))
+        return fail(e);
+    return {};
+}
+
+} // namespace letterbox::sqlite

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/sqlite/database.hpp>
+#include <letterbox/sqlite/detail/database_state.hpp>
+#include <letterbox/sqlite/detail/time.hpp>
+#include <letterbox/sqlite/unit_of_work.hpp>
+#include <letterbox/store_time.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace letterbox::sqlite {
+
+/// An `inbox_store` in the `letterbox_inbox` table of an SQLite database: durable, and shared
+/// by every consumer process that opens the file.
+///
+/// `try_record` inserts the key `(consumer_id, message_id)` in the caller's `unit_of_work`,
+/// with `INSERT ... ON CONFLICT DO NOTHING`: the table's primary key decides, never a read
+/// followed by a write, and a key that is already there (committed, or recorded earlier in the
+/// same unit) is `errc::already_processed` with the unit still usable. Because a unit holds the
+/// database's write lock from `BEGIN IMMEDIATE` to its end, two units recording the same key
+/// run one after the other: the second learns `errc::already_processed` from `try_record`. A
+/// rolled-back unit leaves no record. `purge`, `contains` and `size` borrow a connection from
+/// the pool; reads see committed records only and never wait.
+///
+/// Limits: one writer at a time (see `database`); `size` counts the table.
+///
+/// Thread safety: every member function may be called concurrently.
+///
+/// Example:
+///
+///     letterbox::sqlite::inbox_store inbox(db);
+///     auto uow = db.begin();
+///     if (inbox.try_record(uow, "billing", delivery.msg.id, clock.wall_now()) ==
+///         letterbox::errc::already_processed)
+///         return ack(); // a duplicate: the effect already happened
+///     apply_effect(uow.connection(), delivery.msg);
+///     uow.commit();
+class inbox_store {
+public:
+    using inbox_store_concept = inbox_store_tag;
+    using unit_of_work_type = sqlite::unit_of_work;
+
+    /// A store on `db`'s `letterbox_inbox` table. It shares `db`'s pool (and keeps it alive).
+    /// Precondition: `db.is_open()`.
+    explicit inbox_store(const database& db) noexcept
+        : db_(db.state()) {}
+
+    /// Records (`consumer_id`, `id`), stamped `now`, in `uow`'s transaction. Returns
+    /// `errc::already_processed` when the key is already recorded (the unit stays usable),
+    /// `errc::transaction_closed` when `uow` is finished, `errc::precondition_failed` for a
+    /// unit of another database, or a database error (which fails the unit).
+    std::error_code try_record(unit_of_work& uow, std::string_view consumer_id,
+                               const message_id& id, store_time now) {
+        if (!db_)
+            return errc::closed;
+        if (auto ec = uow.check_writable(*db_))
+            return ec;
+        auto& conn = uow.connection();
+        std::error_code ec;
+        {
+            auto st = conn.prepare("INSERT INTO letterbox_inbox (consumer_id, message_id, "
+                                   "recorded_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                                   ec);
+            if (!ec) {
+                st->bind_text(1, consumer_id);
+                st->bind_text(2, letterbox::to_string(id));
+                st->bind_int64(3, detail::to_column(now));
+                ec = st->execute();
+            }
+        }
+        if (ec) {
+            uow.fail(ec);
+            return ec;
+        }
+        return conn.changes() == 0 ? make_error_code(errc::already_processed) : std::error_code{};
+    }
+
+    /// Whether (`consumer_id`, `id`) is recorded (committed).
+    bool contains(std::string_view consumer_id, const message_id& id, std::error_code& ec) {
+        ec.clear();
+        if (!db_) {
+            ec = errc::closed;
+            return false;
+        }
+        bool found = false;
+        const std::string key = letterbox::to_string(id);
+        ec = db_->run([&](connection& c) -> std::error_code {
+            std::error_code e;
+            auto st = c.prepare("SELECT 1 FROM letterbox_inbox WHERE consumer_id = ?1 AND "
+                                "message_id = ?2",
+                                e);
+            if (e)
+                return e;
+            st->bind_text(1, consumer_id);
+            st->bind_text(2, key);
+            found = st->step(e);
+            return e;
+        });
+        return !ec && found;
+    }
+
+    /// Deletes records stamped before `older_than`; returns how many.
+    std::size_t purge(store_time older_than, std::error_code& ec) {
+        ec.clear();
+        if (!db_) {
+            ec = errc::closed;
+            return 0;
+        }
+        std::size_t purged = 0;
+        ec = db_->run([&](connection& c) -> std::error_code {
+            std::error_code e;
+            auto st = c.prepare("DELETE FROM letterbox_inbox WHERE recorded_at < ?1", e);
+            if (e)
+                return e;
+            st->bind_int64(1, detail::to_column(older_than));
+            if (auto x = st->execute())
+                return x;
+            purged = static_cast<std::size_t>(c.changes());
+            return {};
+        });
+        return ec ? 0 : purged;
+    }
+
+    /// How many records the store holds.
+    std::size_t size(std::error_code& ec) {
+        ec.clear();
+        if (!db_) {
+            ec = errc::closed;
+            return 0;
+        }
+        std::size_t n = 0;
+        ec = db_->run([&](connection& c) -> std::error_code {
+            std::error_code e;
+            auto st = c.prepare("SELECT count(*) FROM letterbox_inbox", e);
+            if (e)
+                return e;
+            if (!st->step(e))
+                return e ? e : make_error_code(errc::store_error);
+            n = static_cast<std::size_t>(st->column_int64(0));
+            return {};
+        });
+        return ec ? 0 : n;
+    }
+
+private:
+    std::shared_ptr<detail::database_state> db_;
+};
+
+} // namespace letterbox::sqlite
