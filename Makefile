@@ -5,7 +5,7 @@
 #                      and the ThreadSanitizer pass (make tsan)
 #   make asan          only the ASan+UBSan part of make test
 #   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads`
-#   make demo          Release build in build/release, runs example_01_topic_routing
+#   make demo          Release build in build/release, runs examples 02 (outbox) and 01 (routing)
 #   make bench         Release build with benchmarks, runs every bench_*
 #   make format        clang-format -i;  make format-check: fail on unformatted files
 #   make clean         remove build/
@@ -70,14 +70,14 @@ tsan: deps tsan-build
 
 asan-build:
 	$(CMAKE) -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug \
-	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=ON \
+	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON \
 	    "-DCMAKE_CXX_FLAGS=$(ASAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
 	$(CMAKE) --build $(BUILD)/asan -j$(JOBS)
 
 tsan-build:
 	$(CMAKE) -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=Debug \
 	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_TEST_THREADS_ONLY=ON -DLETTERBOX_VERIFY_HEADERS=OFF \
-	    -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_INSTALL=OFF \
+	    -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON \
 	    "-DCMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
 	$(CMAKE) --build $(BUILD)/tsan -j$(JOBS)
 
@@ -87,17 +87,19 @@ run_tsan_tests = $(CTEST) --test-dir $(BUILD)/tsan --output-on-failure --no-test
 
 release-configure: deps
 	$(CMAKE) -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release \
-	    -DLETTERBOX_BUILD_TESTS=OFF -DLETTERBOX_BUILD_EXAMPLES=ON $(RELEASE_ARGS)
+	    -DLETTERBOX_BUILD_TESTS=OFF -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON \
+	    $(RELEASE_ARGS)
 
-DEMO := 01_topic_routing
+# The main job: the transactional outbox through a broker outage, then topic routing.
+DEMOS := 02_transactional_outbox 01_topic_routing
 demo: deps
-	@if [ ! -f examples/$(DEMO)/main.cpp ]; then \
-	    echo "make demo: examples/$(DEMO)/main.cpp does not exist yet; nothing to run."; \
-	    exit 0; \
-	fi; \
-	$(MAKE) --no-print-directory release-configure; \
-	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target example_$(DEMO); \
-	./$(BUILD)/release/examples/example_$(DEMO)
+	$(MAKE) --no-print-directory release-configure
+	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target $(addprefix example_,$(DEMOS))
+	@for d in $(DEMOS); do \
+	    echo "== examples/$$d"; \
+	    ./$(BUILD)/release/examples/example_$$d; \
+	    echo; \
+	done
 
 bench: deps
 	$(MAKE) --no-print-directory release-configure RELEASE_ARGS=-DLETTERBOX_BUILD_BENCHMARKS=ON

@@ -14,6 +14,7 @@
 #include <letterbox/concepts/unit_of_work.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
+#include <letterbox/consumer.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
@@ -21,8 +22,10 @@
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/payload.hpp>
 #include <letterbox/store_time.hpp>
 #include <letterbox/topology/binding.hpp>
