@@ -63,6 +63,11 @@ step("run find_package consumer" COMMAND "${WORK_DIR}/find_package/bin/consumer"
 if(NOT step_output MATCHES "letterbox 0\\.1\\.0 via find_package")
     message(FATAL_ERROR "install test: unexpected find_package consumer output:\n${step_output}")
 endif()
+# With the sqlite component installed, the consumer also opened a database through it.
+string(REPLACE "," ";" _not_installed "${NOT_INSTALLED_COMPONENTS}")
+if(NOT "sqlite" IN_LIST _not_installed AND NOT step_output MATCHES "sqlite store: open")
+    message(FATAL_ERROR "install test: the find_package consumer did not use letterbox::sqlite:\n${step_output}")
+endif()
 
 # 3. Components that must fail.
 step("find_package(letterbox COMPONENTS nonexistent) must fail" MUST_FAIL

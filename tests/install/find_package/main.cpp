@@ -9,6 +9,13 @@
 #ifdef CONSUMER_WITH_TESTING
 #include <letterbox/testing/seed.hpp>
 #endif
+#ifdef CONSUMER_WITH_SQLITE
+#include <letterbox/sqlite.hpp>
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+#endif
 
 #include <iostream>
 
@@ -19,6 +26,19 @@ int main() {
               << code.category().name() << '\n';
 #ifdef CONSUMER_WITH_TESTING
     std::cout << "derived seed " << letterbox::testing::derive_seed(1, "consumer") << '\n';
+#endif
+#ifdef CONSUMER_WITH_SQLITE
+    {
+        const auto path = std::filesystem::temp_directory_path() /
+                          ("letterbox-consumer-" + std::to_string(::getpid()) + ".db");
+        std::error_code ec;
+        {
+            auto db = letterbox::sqlite::database::open(path.string(), {}, ec);
+            std::cout << "sqlite store: " << (ec ? ec.message() : std::string("open")) << '\n';
+        }
+        for (const char* suffix : {"", "-wal", "-shm"})
+            std::filesystem::remove(path.string() + suffix, ec);
+    }
 #endif
     return 0;
 }
