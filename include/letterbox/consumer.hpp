@@ -54,7 +54,11 @@ struct consumer_stats {
 ///
 /// The handler runs on the transport's executor, one delivery at a time per consumer, so a
 /// handler that blocks (a SQLite transaction) holds that executor for its duration.
-/// Exceptions thrown by the handler count as failures and never escape.
+/// Exceptions thrown by the handler count as failures and never escape; a `std::system_error`
+/// (such as `letterbox::error`) keeps its code. A failure of the consumer's own store (an
+/// `errc::store_*` code: database locked, disk full, ...) is not the message's fault: the
+/// delivery is always requeued then, whatever `on_failure` says, so it is never dead-lettered
+/// or dropped for it.
 ///
 /// Retries, delayed redelivery and explicit dead-lettering with reasons are middleware around
 /// the handler (issue 4); `on_failure` is only the last resort of this settling loop.
@@ -113,6 +117,8 @@ private:
                     std::invoke(handler, std::as_const(d.msg));
                 else
                     ec = std::invoke(handler, std::as_const(d.msg));
+            } catch (const std::system_error& e) {
+                ec = e.code() ? e.code() : make_error_code(errc::internal_error);
             } catch (...) {
                 ec = errc::internal_error;
             }
@@ -122,10 +128,18 @@ private:
                 return;
             }
             failed.fetch_add(1, std::memory_order_relaxed);
-            if (options.on_failure == failure_action::requeue)
+            if (options.on_failure == failure_action::requeue || is_store_failure(ec))
                 transport->async_nack(d, true, [](std::error_code) {});
             else
                 transport->async_reject(d, false, [](std::error_code) {});
+        }
+
+        // The consumer's own database failed (locked, full, unreadable): not the message's
+        // fault, so it must come back rather than be dead-lettered or dropped.
+        static bool is_store_failure(std::error_code ec) noexcept {
+            return ec.category() == error_category() &&
+                   ec.value() >= static_cast<int>(errc::store_not_a_database) &&
+                   ec.value() <= static_cast<int>(errc::store_error);
         }
 
         Transport* transport;

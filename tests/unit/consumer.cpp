@@ -161,3 +161,25 @@ TEST_CASE("consumer acks only after the handler returned: a lost connection rede
     REQUIRE(w.run_until([&] { return calls == 2 && w.broker.total_unacked() == 0; }));
     CHECK(w.broker.queue("work")->ready == 0);
 }
+
+TEST_CASE("consumer requeues a failure of its own store even when it dead-letters others",
+          "[consumer]") {
+    world w;
+    w.declare_queue_with_dead_letters("work");
+    int calls = 0;
+    letterbox::consumer c(
+        w.transport,
+        [&](const letterbox::message&) {
+            // The first attempt finds the database locked past its retries (as
+            // sqlite::database::begin() reports it), the second succeeds.
+            if (++calls == 1)
+                throw letterbox::error(errc::store_busy, "BEGIN IMMEDIATE");
+        },
+        options_for("work", letterbox::failure_action::dead_letter));
+    w.start(c);
+    REQUIRE_FALSE(w.publish("work", "enrollment"));
+    REQUIRE(w.run_until([&] { return c.stats().acked == 1; }));
+    CHECK(calls == 2);
+    CHECK(c.stats().failed == 1);
+    CHECK(w.broker.queue("work.dlq")->ready == 0); // not dead-lettered
+}

@@ -171,11 +171,16 @@ private:
 /// Example:
 ///
 ///     auto h = letterbox::idempotent(
-///         [&](const letterbox::message& m, letterbox::sqlite::unit_of_work& u) {
-///             grant_access(u.connection(), m);                    // business write
-///             outbox.add(u, access_granted_event(m), clock.wall_now()); // outgoing event
+///         [&](const letterbox::message& m, letterbox::sqlite::unit_of_work& u) -> std::error_code
+///         {
+///             if (auto ec = grant_access(u.connection(), m))            // business write
+///                 return ec;
+///             return outbox.add(u, access_granted_event(m), clock.wall_now()); // outgoing event
 ///         },
 ///         inbox, [&] { return db.begin(); }, "access-service", clock);
+///
+/// Check what `outbox.add` returns: a refused add (`payload_malformed`, ...) leaves the unit
+/// usable, so an effect that ignored it would commit without its outgoing event.
 template <inbox_store Inbox, class Begin, class Effect, clock Clock>
     requires std::same_as < std::invoke_result_t<Begin&>,
 typename Inbox::unit_of_work_type >
