@@ -65,7 +65,7 @@ concept outbox_settler = requires(S& s, const message_id& id, std::string_view o
 /// nothing and succeeds. A durable store applies the whole batch in one transaction; that is
 /// the point of the capability (one commit instead of one per row).
 ///
-/// Models: `in_memory_outbox_store`.
+/// Models: `in_memory_outbox_store`, `sqlite::outbox_store`.
 template <class S>
 concept outbox_batch_settler = requires(S& s, std::span<const message_id> ids,
                                         std::string_view owner, store_time now,

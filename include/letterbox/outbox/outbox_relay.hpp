@@ -88,12 +88,15 @@ class relay_engine;
 ///
 /// Example:
 ///
-///     letterbox::outbox_relay relay(outbox, transport, clock, {.window = 128});
+///     letterbox::relay_options options;
+///     options.window = 128;
+///     letterbox::outbox_relay relay(outbox, transport, clock, options);
 ///     relay.async_run([](std::error_code ec) { /* stopped */ });
 ///     // In a business transaction: the relay wakes when it commits.
-///     outbox.add(uow, {order_placed, "order", order_id}, clock.wall_now());
+///     if (auto ec = outbox.add(uow, {order_placed, "order", order_id}, clock.wall_now()))
+///         return ec; // the unit rolls back: no order without its event
 ///     uow.on_commit(relay.waker());
-///     uow.commit();
+///     return uow.commit();
 ///     // At shutdown:
 ///     relay.stop();
 template <outbox_store OutboxStore, transport Transport, clock Clock>

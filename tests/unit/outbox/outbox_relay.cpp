@@ -433,6 +433,9 @@ TEST_CASE("relay_options: defaults, a unique owner, and invalid values refused",
     CHECK(refused([](auto& o) { o.row_retry.multiplier = 0.5; }));
     CHECK(refused([](auto& o) { o.transport_retry.jitter = 1.0; }));
     CHECK(refused([](auto& o) { o.transport_retry.max = 1ms; }));
+    // Waits become nanosecond deadlines: "no cap" spelled as a huge duration is refused.
+    CHECK(refused([](auto& o) { o.transport_retry.max = std::chrono::milliseconds::max(); }));
+    CHECK(refused([](auto& o) { o.lease = std::chrono::hours(24 * 366); }));
     CHECK_FALSE(refused([](auto&) {}));
 }
 

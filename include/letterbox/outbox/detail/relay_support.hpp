@@ -146,17 +146,23 @@ inline void check_relay_options(const relay_options& o) {
         require(b.initial.count() > 0, name + ".initial must be greater than zero");
         require(b.multiplier >= 1.0, name + ".multiplier must be at least 1");
         require(b.max >= b.initial, name + ".max must be at least .initial");
+        // Waits become clock deadlines in nanoseconds: keep them far from overflowing.
+        require(b.max <= std::chrono::hours(24 * 365), name + ".max must be at most a year");
         require(b.jitter >= 0.0 && b.jitter < 1.0, name + ".jitter must be in [0, 1)");
     };
     require(!o.owner.empty(), "owner must not be empty");
     require(o.batch_size >= 1, "batch_size must be at least 1");
     require(o.window >= 1, "window must be at least 1");
-    require(o.lease.count() > 0, "lease must be greater than zero");
-    require(o.poll_interval.count() > 0, "poll_interval must be greater than zero");
+    constexpr auto year = std::chrono::hours(24 * 365);
+    require(o.lease.count() > 0 && o.lease <= year, "lease must be in (0, a year]");
+    require(o.poll_interval.count() > 0 && o.poll_interval <= year,
+            "poll_interval must be in (0, a year]");
     require(o.max_attempts >= 1, "max_attempts must be at least 1");
-    require(o.stop_timeout.count() >= 0, "stop_timeout must not be negative");
+    require(o.stop_timeout.count() >= 0 && o.stop_timeout <= year,
+            "stop_timeout must be in [0, a year]");
     require(!o.retention || o.retention->count() >= 0, "retention must not be negative");
-    require(o.purge_interval.count() > 0, "purge_interval must be greater than zero");
+    require(o.purge_interval.count() > 0 && o.purge_interval <= year,
+            "purge_interval must be in (0, a year]");
     check_backoff(o.row_retry, "row_retry");
     check_backoff(o.transport_retry, "transport_retry");
 }

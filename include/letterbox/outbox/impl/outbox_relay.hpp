@@ -327,6 +327,11 @@ private:
         for (auto& row : rows) {
             if (failpoint(relay_point::after_claim, row))
                 return;
+            // Our own row again, already confirmed and waiting to be settled (its lease expired
+            // in between): the claim renewed our lease, and the pending settlement will settle
+            // it. Publishing it again would only make a duplicate.
+            if (awaits_settlement(row.msg.id))
+                continue;
             // Our own row again: its lease expired while its publish was still in flight, and
             // this claim took it over. The lease was the publish's deadline: give up on that
             // publish (its late outcome is ignored) and publish the row again, rather than
@@ -419,6 +424,16 @@ private:
             unsettled_.pop_front();
         }
         return true;
+    }
+
+    // Whether the outcome of row `id` is known and its settlement in the store is pending.
+    bool awaits_settlement(const message_id& id) const {
+        const auto same = [&id](const outbox_record& r) {
+            return r.msg.id == id;
+        };
+        return std::any_of(pending_marks_.begin(), pending_marks_.end(), same) ||
+               std::any_of(unsettled_.begin(), unsettled_.end(),
+                           [&same](const settlement& s) { return same(s.row); });
     }
 
     // A confirmed row waits for the next batch of marks: the flush posted behind the outcomes
