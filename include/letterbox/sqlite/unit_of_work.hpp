@@ -65,7 +65,8 @@ public:
         , conn_(std::move(other.conn_))
         , callbacks_(std::move(other.callbacks_))
         , failure_(std::exchange(other.failure_, {}))
-        , open_(std::exchange(other.open_, false)) {}
+        , open_(std::exchange(other.open_, false))
+        , read_only_(std::exchange(other.read_only_, false)) {}
     /// Rolls back this unit if it is open, then takes over `other`'s transaction.
     unit_of_work& operator=(unit_of_work&& other) noexcept {
         if (this != &other) {
@@ -75,6 +76,7 @@ public:
             callbacks_ = std::move(other.callbacks_);
             failure_ = std::exchange(other.failure_, {});
             open_ = std::exchange(other.open_, false);
+            read_only_ = std::exchange(other.read_only_, false);
         }
         return *this;
     }
@@ -148,6 +150,9 @@ private:
     std::vector<std::function<void()>> callbacks_;
     std::error_code failure_;
     bool open_ = false;
+    /// The connection was made `query_only` because no transaction could be opened after a
+    /// failure; finishing the unit restores it.
+    bool read_only_ = false;
 };
 
 inline std::error_code unit_of_work::commit() {
@@ -202,8 +207,10 @@ inline void unit_of_work::fail(std::error_code ec) noexcept {
         detail::rollback_quietly(*conn_);
         // Business writes the caller still makes on connection() must not autocommit: give
         // them a transaction that finishing the unit rolls back.
+        // If even that fails, refuse them: the connection turns query_only until the unit ends.
         try {
-            detail::exec_cached(*conn_, "BEGIN");
+            if (detail::exec_cached(*conn_, "BEGIN"))
+                read_only_ = !detail::exec_cached(*conn_, "PRAGMA query_only = 1");
         } catch (...) {
         }
     }
@@ -214,6 +221,16 @@ inline void unit_of_work::finish_quietly() noexcept {
         open_ = false;
         if (conn_)
             detail::rollback_quietly(*conn_);
+    }
+    if (read_only_ && conn_) {
+        read_only_ = false;
+        bool restored = false;
+        try {
+            restored = !detail::exec_cached(*conn_, "PRAGMA query_only = 0");
+        } catch (...) {
+        }
+        if (!restored)
+            conn_.discard(); // never hand a read-only connection to the next unit
     }
     callbacks_.clear();
     conn_.reset();

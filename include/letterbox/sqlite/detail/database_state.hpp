@@ -81,6 +81,12 @@ public:
 
     /// Gives the connection back to the pool now.
     void reset() noexcept;
+    /// Closes the connection instead of giving it back for reuse (its state is not trusted).
+    void discard() noexcept {
+        if (conn_)
+            *conn_ = connection{}; // closes it; the pool then counts it as gone
+        reset();
+    }
 
 private:
     database_state* pool_ = nullptr;
