@@ -15,8 +15,10 @@ namespace test_support {
 class temp_directory {
 public:
     temp_directory() {
+        // mkdtemp replaces the six trailing 'X' of the template with a unique name.
         std::string pattern =
-            (std::filesystem::temp_directory_path() / "letterbox-test-XXXXXX").string();
+            (std::filesystem::temp_directory_path() / ("letterbox-test-" + std::string(6, 'X')))
+                .string();
         if (::mkdtemp(pattern.data()) == nullptr)
             throw std::runtime_error("mkdtemp failed for " + pattern);
         path_ = pattern;

@@ -109,24 +109,8 @@ public:
 
     /// Deletes records stamped before `older_than`; returns how many.
     std::size_t purge(store_time older_than, std::error_code& ec) {
-        ec.clear();
-        if (!db_) {
-            ec = errc::closed;
-            return 0;
-        }
-        std::size_t purged = 0;
-        ec = db_->run([&](connection& c) -> std::error_code {
-            std::error_code e;
-            auto st = c.prepare("DELETE FROM letterbox_inbox WHERE recorded_at < ?1", e);
-            if (e)
-                return e;
-            st->bind_int64(1, detail::to_column(older_than));
-            if (auto x = st->execute())
-                return x;
-            purged = static_cast<std::size_t>(c.changes());
-            return {};
-        });
-        return ec ? 0 : purged;
+        return detail::count_changes_at(
+            db_.get(), "DELETE FROM letterbox_inbox WHERE recorded_at < ?1", older_than, ec);
     }
 
     /// How many records the store holds.

@@ -17,6 +17,7 @@ namespace {
 using letterbox::errc;
 using letterbox::sqlite::connection;
 using letterbox::sqlite::database_options;
+using letterbox_sqlite_test::int_of;
 using letterbox_sqlite_test::temp_directory;
 
 std::string text_of(connection& c, const std::string& sql) {
@@ -25,14 +26,6 @@ std::string text_of(connection& c, const std::string& sql) {
     REQUIRE_FALSE(ec);
     REQUIRE(st->step(ec));
     return std::string(st->column_text(0));
-}
-
-std::int64_t int_of(connection& c, const std::string& sql) {
-    std::error_code ec;
-    auto st = c.prepare(sql, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(st->step(ec));
-    return st->column_int64(0);
 }
 
 } // namespace

@@ -21,15 +21,8 @@ using letterbox::sqlite::connection;
 using letterbox::sqlite::database;
 using letterbox::sqlite::database_options;
 using letterbox::sqlite::schema;
+using letterbox_sqlite_test::int_of;
 using letterbox_sqlite_test::temp_directory;
-
-std::int64_t int_of(connection& c, const std::string& sql) {
-    std::error_code ec;
-    auto st = c.prepare(sql, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(st->step(ec));
-    return st->column_int64(0);
-}
 
 connection open_raw(const std::string& path) {
     std::error_code ec;

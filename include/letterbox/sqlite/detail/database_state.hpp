@@ -7,6 +7,8 @@
 #include <letterbox/error.hpp>
 #include <letterbox/sqlite/connection.hpp>
 #include <letterbox/sqlite/database_options.hpp>
+#include <letterbox/sqlite/detail/time.hpp>
+#include <letterbox/store_time.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -305,5 +307,31 @@ private:
     connection& conn_;
     bool open_ = false;
 };
+
+/// Runs `sql`, a write whose only parameter `?1` is the time `at`, in its own operation of
+/// `db` (retried while the database is busy), and returns how many rows it changed: the shape
+/// of every time-based clean-up (expired leases, retention purges). `errc::closed` without a
+/// database; 0 on failure.
+inline std::size_t count_changes_at(database_state* db, std::string_view sql, store_time at,
+                                    std::error_code& ec) {
+    ec.clear();
+    if (!db) {
+        ec = errc::closed;
+        return 0;
+    }
+    std::size_t changed = 0;
+    ec = db->run([&](connection& c) -> std::error_code {
+        std::error_code e;
+        auto st = c.prepare(sql, e);
+        if (e)
+            return e;
+        st->bind_int64(1, to_column(at));
+        if (auto failed = st->execute())
+            return failed;
+        changed = static_cast<std::size_t>(c.changes());
+        return {};
+    });
+    return ec ? 0 : changed;
+}
 
 } // namespace letterbox::sqlite::detail

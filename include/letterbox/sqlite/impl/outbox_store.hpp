@@ -397,54 +397,22 @@ inline std::error_code outbox_store::unpark(const message_id& id, store_time now
 }
 
 inline std::size_t outbox_store::release_expired_leases(store_time now, std::error_code& ec) {
-    ec.clear();
-    if (!db_) {
-        ec = errc::closed;
-        return 0;
-    }
-    std::size_t released = 0;
-    ec = db_->run([&](connection& c) -> std::error_code {
-        std::error_code e;
-        // Only claim sets leases, and only on pending heads; settling and parking drop them,
-        // and a head stays the head until it is published. So the claimable index holds every
-        // lease.
-        auto st = c.prepare("UPDATE letterbox_outbox INDEXED BY letterbox_outbox_claimable "
-                            "SET lease_owner = '', lease_expires_at = 0 WHERE status = 0 "
-                            "AND aggregate_head = 1 AND lease_owner <> '' "
-                            "AND lease_expires_at <= ?1",
-                            e);
-        if (e)
-            return e;
-        st->bind_int64(1, detail::to_column(now));
-        if (auto x = st->execute())
-            return x;
-        released = static_cast<std::size_t>(c.changes());
-        return {};
-    });
-    return ec ? 0 : released;
+    // Only claim sets leases, and only on pending heads; settling and parking drop them, and a
+    // head stays the head until it is published. So the claimable index holds every lease.
+    return detail::count_changes_at(
+        db_.get(),
+        "UPDATE letterbox_outbox INDEXED BY letterbox_outbox_claimable "
+        "SET lease_owner = '', lease_expires_at = 0 WHERE status = 0 AND aggregate_head = 1 "
+        "AND lease_owner <> '' AND lease_expires_at <= ?1",
+        now, ec);
 }
 
 inline std::size_t outbox_store::purge_published(store_time older_than, std::error_code& ec) {
-    ec.clear();
-    if (!db_) {
-        ec = errc::closed;
-        return 0;
-    }
-    std::size_t purged = 0;
-    ec = db_->run([&](connection& c) -> std::error_code {
-        std::error_code e;
-        auto st = c.prepare("DELETE FROM letterbox_outbox INDEXED BY letterbox_outbox_published_at "
-                            "WHERE status = 1 AND published_at < ?1",
-                            e);
-        if (e)
-            return e;
-        st->bind_int64(1, detail::to_column(older_than));
-        if (auto x = st->execute())
-            return x;
-        purged = static_cast<std::size_t>(c.changes());
-        return {};
-    });
-    return ec ? 0 : purged;
+    return detail::count_changes_at(
+        db_.get(),
+        "DELETE FROM letterbox_outbox INDEXED BY letterbox_outbox_published_at "
+        "WHERE status = 1 AND published_at < ?1",
+        older_than, ec);
 }
 
 inline std::optional<outbox_record> outbox_store::find(const message_id& id, std::error_code& ec) {
