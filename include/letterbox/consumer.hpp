@@ -128,18 +128,12 @@ private:
                 return;
             }
             failed.fetch_add(1, std::memory_order_relaxed);
-            if (options.on_failure == failure_action::requeue || is_store_failure(ec))
+            // The consumer's own database failed (locked, full, unreadable): not the message's
+            // fault, so it must come back rather than be dead-lettered or dropped.
+            if (options.on_failure == failure_action::requeue || is_store_error(ec))
                 transport->async_nack(d, true, [](std::error_code) {});
             else
                 transport->async_reject(d, false, [](std::error_code) {});
-        }
-
-        // The consumer's own database failed (locked, full, unreadable): not the message's
-        // fault, so it must come back rather than be dead-lettered or dropped.
-        static bool is_store_failure(std::error_code ec) noexcept {
-            return ec.category() == error_category() &&
-                   ec.value() >= static_cast<int>(errc::store_not_a_database) &&
-                   ec.value() <= static_cast<int>(errc::store_error);
         }
 
         Transport* transport;

@@ -56,8 +56,9 @@ enum class errc {
     transaction_closed,      ///< the unit of work was already committed or rolled back
     invalid_state,           ///< the record's status does not allow the operation
 
-    // Database errors of a durable store (SQLite today). Each leaves the database unchanged:
-    // the failed statement or transaction was rolled back as a whole.
+    // Database errors of a durable store (SQLite today), 400 to 499 (see `is_store_error`).
+    // Each leaves the database unchanged: the failed statement or transaction was rolled back
+    // as a whole.
     store_not_a_database = 400, ///< the file exists but is not a database of this kind
     store_corrupt,              ///< the database file is damaged (e.g. a torn or altered page)
     store_busy,                 ///< another connection held the lock past the busy timeout and the
@@ -177,6 +178,12 @@ inline const std::error_category& error_category() noexcept {
 
 inline std::error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), error_category()};
+}
+
+/// Whether `ec` is a database error of a durable store (`errc::store_*`, the values from 400):
+/// a failure of the store itself, never of the message being handled.
+inline bool is_store_error(std::error_code ec) noexcept {
+    return ec.category() == error_category() && ec.value() >= 400 && ec.value() < 500;
 }
 
 /// The AMQP 0-9-1 reply code for a protocol error, or 0 when `e` is not one.

@@ -44,6 +44,10 @@ TEST_CASE("store errors have distinct codes and say what happened", "[error]") {
         CHECK(ec.message() != "unknown letterbox error");
         CHECK(ec.message().find("store") != std::string::npos);
         CHECK(amqp_reply_code(e) == 0);
+        CHECK(is_store_error(ec));
     }
+    CHECK_FALSE(is_store_error(errc::already_processed));
+    CHECK_FALSE(is_store_error(errc::connection_closed));
+    CHECK_FALSE(is_store_error(std::make_error_code(std::errc::io_error)));
     CHECK(std::error_code(errc::store_busy) != std::error_code(errc::store_full));
 }
