@@ -69,6 +69,11 @@ enum class errc {
     store_readonly,       ///< the database is read-only
     store_schema_too_new, ///< the schema was written by a newer letterbox; refusing to touch it
     store_error,          ///< any other database failure (the store keeps the driver's text)
+
+    // Message-handling and configuration errors, 500 to 599.
+    handler_failed = 500,   ///< a handler failed without an error code of its own (it threw)
+    dedup_window_too_short, ///< the inbox retention is shorter than the redelivery horizon
+    invalid_argument,       ///< an option is out of its documented range
 };
 
 /// The `std::error_category` of `letterbox::errc`.
@@ -164,6 +169,13 @@ public:
             return "the store's schema is newer than this version of letterbox";
         case errc::store_error:
             return "store error";
+        case errc::handler_failed:
+            return "the handler failed";
+        case errc::dedup_window_too_short:
+            return "the inbox retention is shorter than the redelivery horizon: a late redelivery "
+                   "would no longer be recognised as a duplicate";
+        case errc::invalid_argument:
+            return "invalid argument";
         }
         return "unknown letterbox error";
     }

@@ -17,7 +17,8 @@ inline constexpr std::string_view death_reason = "x-letterbox-death-reason";
 inline constexpr std::string_view exception_type = "x-letterbox-exception-type";
 /// The exception message of the last failure (a longstr).
 inline constexpr std::string_view exception_message = "x-letterbox-exception-message";
-/// Timestamp of the first and of the last failure.
+/// When the first and the last failure happened (RFC 3339 UTC longstr with milliseconds,
+/// e.g. `2026-11-30T09:15:02.250Z`).
 inline constexpr std::string_view first_failure_time = "x-letterbox-first-failure-time";
 inline constexpr std::string_view last_failure_time = "x-letterbox-last-failure-time";
 /// Where the message was consumed when it failed.
@@ -26,6 +27,16 @@ inline constexpr std::string_view original_routing_key = "x-letterbox-original-r
 inline constexpr std::string_view original_queue = "x-letterbox-original-queue";
 /// The consumer id (inbox key) that failed to handle the message.
 inline constexpr std::string_view consumer_id = "x-letterbox-consumer-id";
+/// When letterbox dead-lettered the message (an RFC 3339 UTC longstr, like the failure times).
+inline constexpr std::string_view dead_lettered_time = "x-letterbox-dead-lettered-time";
+/// How many times the message was replayed from a dead-letter queue (a long), and when it
+/// was last replayed (RFC 3339 UTC longstr).
+inline constexpr std::string_view replay_count = "x-letterbox-replay-count";
+inline constexpr std::string_view replayed_time = "x-letterbox-replayed-time";
+/// The broker's `x-death` history the message carried when it was replayed (an array of
+/// tables). Replay moves `x-death` here so that the replayed message starts with a clean
+/// attempt count and the history is still visible.
+inline constexpr std::string_view death_history = "x-letterbox-death-history";
 /// The aggregate a message belongs to (outbox ordering key).
 inline constexpr std::string_view aggregate_type = "x-letterbox-aggregate-type";
 inline constexpr std::string_view aggregate_id = "x-letterbox-aggregate-id";
