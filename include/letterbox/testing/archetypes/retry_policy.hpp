@@ -3,14 +3,20 @@
 
 #include <letterbox/concepts/retry_policy.hpp>
 
+#include <chrono>
+#include <cstdint>
+
 namespace letterbox::testing {
 
-/// Exactly what `letterbox::retry_policy` requires, with a trivial body: generic code
+/// Exactly what `letterbox::retry_policy` requires, with trivial bodies: generic code
 /// instantiated with it proves it uses nothing else. It is a copyable value, as the concept
-/// requires.
+/// requires; it gives up at once (one attempt, no delays), which keeps the semantic
+/// requirements too.
 //[retry_policy_archetype
 struct retry_policy_archetype {
     retry_decision decide(const attempt_failure&) const { return {}; }
+    std::uint32_t max_attempts() const { return 1; }
+    std::chrono::milliseconds horizon() const { return {}; }
 };
 //]
 

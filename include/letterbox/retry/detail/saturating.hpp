@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace letterbox::retry::detail {
+
+/// `a + b` for non-negative durations, or `milliseconds::max()` when the sum would overflow.
+constexpr std::chrono::milliseconds saturating_add(std::chrono::milliseconds a,
+                                                   std::chrono::milliseconds b) noexcept {
+    constexpr auto top = std::chrono::milliseconds::max();
+    return a > top - b ? top : a + b;
+}
+
+/// `d * n` for a non-negative duration, or `milliseconds::max()` when the product would
+/// overflow.
+constexpr std::chrono::milliseconds saturating_mul(std::chrono::milliseconds d,
+                                                   std::uint32_t n) noexcept {
+    constexpr auto top = std::chrono::milliseconds::max();
+    if (d.count() == 0 || n == 0) {
+        return std::chrono::milliseconds{0};
+    }
+    using rep = std::chrono::milliseconds::rep;
+    return d.count() > top.count() / static_cast<rep>(n) ? top : d * static_cast<rep>(n);
+}
+
+} // namespace letterbox::retry::detail

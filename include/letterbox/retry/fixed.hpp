@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/retry/classifier.hpp>
+#include <letterbox/retry/detail/check_argument.hpp>
+#include <letterbox/retry/detail/decide.hpp>
+#include <letterbox/retry/detail/saturating.hpp>
+#include <letterbox/retry/jitter.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+namespace letterbox::retry {
+
+/// The retry policy that waits the same delay before every retry, up to a number of attempts.
+///
+/// **`max_attempts` counts every attempt, the first included**: `fixed(1s, 5)` runs the
+/// handler at most 5 times, that is 1 attempt and 4 retries, each after 1 s. (MassTransit's
+/// `Interval(5, ...)` means 5 *retries*, 6 runs.)
+///
+/// `decide(f)`: `permanent_failure()` if the classifier says the failure is permanent;
+/// otherwise `exhausted()` once `f.attempt >= max_attempts`; otherwise
+/// `retry_after(delay(f.attempt, f.message_id))`, the fixed delay with the jitter applied
+/// (jitter only lowers it). `horizon()` is `delay * (max_attempts - 1)`, saturating.
+///
+/// Example:
+///
+///     auto policy = retry::fixed(500ms, 4).with_jitter(retry::jitter::equal(7));
+///     // up to 3 retries, each after 250 to 500 ms, the same for a given message id
+class fixed {
+public:
+    /// Waits `delay` before each retry; allows `max_attempts` attempts in all, the first
+    /// included.
+    ///
+    /// Throws `letterbox::error` with `errc::invalid_argument` if `delay` is negative or
+    /// `max_attempts` is 0.
+    fixed(std::chrono::milliseconds delay, std::uint32_t max_attempts)
+        : delay_(delay)
+        , max_attempts_(max_attempts) {
+        detail::check_argument(delay.count() >= 0, "retry::fixed: the delay must not be negative");
+        detail::check_argument(max_attempts >= 1,
+                               "retry::fixed: max_attempts must be at least 1 (it counts every "
+                               "attempt, the first included)");
+    }
+
+    /// Replaces the jitter (by default none).
+    fixed& with_jitter(jitter j) & {
+        jitter_ = j;
+        return *this;
+    }
+    [[nodiscard]] fixed with_jitter(jitter j) && {
+        jitter_ = j;
+        return std::move(*this);
+    }
+
+    /// Replaces the classifier (by default `classifier{}`, the built-in rules only).
+    fixed& with_classifier(classifier c) & {
+        classifier_ = std::move(c);
+        return *this;
+    }
+    [[nodiscard]] fixed with_classifier(classifier c) && {
+        classifier_ = std::move(c);
+        return std::move(*this);
+    }
+
+    /// Give up if the failure is permanent or the attempts ran out; otherwise retry after the
+    /// (jittered) delay.
+    retry_decision decide(const attempt_failure& f) const {
+        return detail::decide(
+            classifier_, max_attempts_, f,
+            [this](std::uint32_t attempt, std::string_view id) { return delay(attempt, id); });
+    }
+
+    /// The total number of attempts allowed, the first included.
+    std::uint32_t max_attempts() const noexcept { return max_attempts_; }
+    /// `delay * (max_attempts - 1)`, or `milliseconds::max()` if that overflows.
+    std::chrono::milliseconds horizon() const noexcept {
+        return detail::saturating_mul(delay_, max_attempts_ - 1);
+    }
+    /// The delay before the retry that follows attempt `attempt`, without jitter: the fixed
+    /// delay, for any attempt.
+    std::chrono::milliseconds base_delay(std::uint32_t) const noexcept { return delay_; }
+    /// The delay before the retry that follows attempt `attempt` of `message_id`, jitter
+    /// applied: `apply(get_jitter(), base_delay(attempt), message_id, attempt)`.
+    std::chrono::milliseconds delay(std::uint32_t attempt,
+                                    std::string_view message_id) const noexcept {
+        return apply(jitter_, base_delay(attempt), message_id, attempt);
+    }
+
+    const jitter& get_jitter() const noexcept { return jitter_; }
+    const classifier& get_classifier() const noexcept { return classifier_; }
+
+private:
+    std::chrono::milliseconds delay_;
+    std::uint32_t max_attempts_;
+    jitter jitter_{};
+    classifier classifier_;
+};
+
+} // namespace letterbox::retry

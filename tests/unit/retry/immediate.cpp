@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: BSL-1.0
+
+#include <letterbox/retry/immediate.hpp>
+
+#include "support.hpp"
+
+#include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/error.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+
+namespace {
+
+namespace retry = letterbox::retry;
+using letterbox::attempt_failure;
+using letterbox::errc;
+using letterbox::retry_decision;
+using std::chrono::milliseconds;
+
+attempt_failure failure(std::uint32_t attempt, std::error_code ec = errc::timed_out) {
+    attempt_failure f;
+    f.attempt = attempt;
+    f.error = ec;
+    f.message_id = "m-1";
+    return f;
+}
+
+// Runs a handler that always fails under policy `p` the way a retry loop would, and counts
+// the runs.
+template <class Policy>
+std::uint32_t runs_until_giving_up(const Policy& p) {
+    for (std::uint32_t attempt = 1;; ++attempt) {
+        if (p.decide(failure(attempt)).what == retry_decision::action::give_up) {
+            return attempt;
+        }
+    }
+}
+
+} // namespace
+
+static_assert(letterbox::retry_policy<retry::immediate>);
+
+TEST_CASE("immediate retries at once until the attempts run out", "[retry][immediate]") {
+    const retry::immediate p(3);
+    CHECK(p.max_attempts() == 3);
+    CHECK(p.decide(failure(1)) == retry_decision::retry_after(milliseconds{0}));
+    CHECK(p.decide(failure(2)) == retry_decision::retry_after(milliseconds{0}));
+    CHECK(p.decide(failure(3)) == retry_decision::exhausted());
+    CHECK(p.decide(failure(4)) == retry_decision::exhausted());
+}
+
+TEST_CASE("immediate's max_attempts counts the first attempt: immediate(5) runs 5 times",
+          "[retry][immediate]") {
+    CHECK(runs_until_giving_up(retry::immediate(5)) == 5);
+    CHECK(runs_until_giving_up(retry::immediate(1)) == 1);
+}
+
+TEST_CASE("immediate gives up at once on a permanent failure", "[retry][immediate]") {
+    const retry::immediate p(10);
+    CHECK(p.decide(failure(1, errc::payload_type_mismatch)) == retry_decision::permanent_failure());
+    CHECK(p.decide(failure(10, errc::payload_type_mismatch)) ==
+          retry_decision::permanent_failure());
+}
+
+TEST_CASE("immediate schedules no waiting", "[retry][immediate]") {
+    const retry::immediate p(std::numeric_limits<std::uint32_t>::max());
+    CHECK(p.horizon() == milliseconds{0});
+    CHECK(p.base_delay(7) == milliseconds{0});
+    CHECK(p.delay(7, "m") == milliseconds{0});
+    CHECK(p.decide(failure(1'000'000)) == retry_decision::retry_after(milliseconds{0}));
+}
+
+TEST_CASE("immediate refuses zero attempts", "[retry][immediate]") {
+    CHECK(retry_test::error_thrown_by([] { (void)retry::immediate(0); }) == errc::invalid_argument);
+}
+
+TEST_CASE("immediate uses the classifier it is given", "[retry][immediate]") {
+    STATIC_REQUIRE(
+        std::is_same_v<decltype(retry::immediate(2).with_classifier({})), retry::immediate>);
+    const auto p = retry::immediate(4).with_classifier(
+        retry::classifier{}.permanent(std::errc::permission_denied));
+    CHECK(p.decide(failure(1, std::make_error_code(std::errc::permission_denied))) ==
+          retry_decision::permanent_failure());
+    CHECK(p.decide(failure(1)) == retry_decision::retry_after(milliseconds{0}));
+    const auto copy = p; // a value: the copy decides the same
+    CHECK(copy.decide(failure(1, std::make_error_code(std::errc::permission_denied))) ==
+          retry_decision::permanent_failure());
+}

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: BSL-1.0
+
+#include <letterbox/retry/none.hpp>
+
+#include "support.hpp"
+
+#include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/error.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <exception>
+#include <stdexcept>
+#include <type_traits>
+
+namespace {
+
+namespace retry = letterbox::retry;
+using letterbox::attempt_failure;
+using letterbox::errc;
+using letterbox::retry_decision;
+using std::chrono::milliseconds;
+
+attempt_failure failure(std::uint32_t attempt, std::error_code ec = errc::timed_out) {
+    attempt_failure f;
+    f.attempt = attempt;
+    f.error = ec;
+    f.message_id = "m-1";
+    return f;
+}
+
+} // namespace
+
+static_assert(letterbox::retry_policy<retry::none>);
+
+TEST_CASE("none allows one attempt and schedules nothing", "[retry][none]") {
+    const retry::none p;
+    CHECK(p.max_attempts() == 1);
+    CHECK(p.horizon() == milliseconds{0});
+    CHECK(p.base_delay(1) == milliseconds{0});
+    CHECK(p.delay(1, "m-1") == milliseconds{0});
+}
+
+TEST_CASE("none gives up after a transient failure: the attempts ran out", "[retry][none]") {
+    const retry::none p;
+    CHECK(p.decide(failure(1)) == retry_decision::exhausted());
+    CHECK(p.decide(failure(2)) == retry_decision::exhausted());
+}
+
+TEST_CASE("none gives up after a permanent failure, saying it was permanent", "[retry][none]") {
+    const retry::none p;
+    CHECK(p.decide(failure(1, errc::payload_malformed)) == retry_decision::permanent_failure());
+}
+
+TEST_CASE("none uses the classifier it is given", "[retry][none]") {
+    const auto p =
+        retry::none{}.with_classifier(retry::classifier{}.permanent<std::invalid_argument>());
+    STATIC_REQUIRE(std::is_same_v<decltype(retry::none{}.with_classifier({})), retry::none>);
+    attempt_failure f;
+    f.exception = std::make_exception_ptr(std::invalid_argument("bad id"));
+    CHECK(p.decide(f) == retry_decision::permanent_failure());
+    f.exception = std::make_exception_ptr(std::runtime_error("timeout"));
+    CHECK(p.decide(f) == retry_decision::exhausted());
+
+    retry::none q;
+    CHECK(&q.with_classifier(retry::classifier{}.permanent(errc::timed_out)) == &q);
+    CHECK(q.decide(failure(1)) == retry_decision::permanent_failure());
+    CHECK(q.get_classifier().is_permanent(failure(1)));
+}
