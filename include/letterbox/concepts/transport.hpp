@@ -9,6 +9,8 @@
 #include <letterbox/topology/queue.hpp>
 
 #include <concepts>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -28,6 +30,12 @@ struct consume_completion {
 };
 struct delivery_sink {
     void operator()(delivery) const {}
+};
+struct get_completion {
+    void operator()(std::error_code, std::optional<delivery>) const {}
+};
+struct depth_completion {
+    void operator()(std::error_code, std::uint32_t) const {}
 };
 } // namespace detail
 
@@ -113,5 +121,60 @@ concept transport = transport_opted_in<T> && std::movable<T> && requires(T& t) {
     { t.get_executor() } -> std::convertible_to<typename T::executor_type>;
     t.async_close(detail::error_completion{});
 } && topology_declarer<T> && publisher<T> && subscriber<T> && acknowledger<T>;
+
+/// `T` fetches one message at a time from a queue (`basic.get`, manual acknowledgement).
+template <class T>
+concept message_getter = requires(T& t, const std::string& queue) {
+    t.async_get(queue, detail::get_completion{});
+};
+
+/// `T` reports how many messages are ready in a queue (a passive `queue.declare`).
+template <class T>
+concept queue_depth_reader = requires(T& t, const std::string& queue) {
+    t.async_queue_depth(queue, detail::depth_completion{});
+};
+
+/// A `transport` that can also read a queue on demand instead of subscribing to it: what
+/// letterbox's dead-letter operations (`dlq::dead_letter_queue`, `dlq::depth_gauge`) need to
+/// browse, replay and purge a dead-letter queue and to watch its depth. An optional
+/// refinement: a transport that does not model it still runs every other component.
+///
+/// Requirements, for `t` of type `T&` and `queue` a `const std::string&`, on top of those of
+/// `transport` (same completion-token and executor rules):
+/// 1. `t.async_get(queue, tok)` completes with
+///    `void(std::error_code, std::optional<delivery>)`;
+/// 2. `t.async_queue_depth(queue, tok)` completes with
+///    `void(std::error_code, std::uint32_t ready)`.
+///
+/// Semantics (what the syntax cannot say):
+/// - **A get is a delivery with manual acknowledgement.** `async_get` takes the message at
+///   the head of `queue` and hands it out unacknowledged, exactly like a consumer's delivery:
+///   settle it with the same transport's `async_ack`, `async_nack` or `async_reject`.
+///   `std::nullopt` with success means the queue had no ready message (`basic.get-empty`).
+///   `delivery::consumer_tag` is empty.
+/// - **Unsettled gets come back.** A fetched message that is not acked returns to its queue
+///   (marked `redelivered`) after a nack or reject with requeue, or when the channel or
+///   connection it was fetched on closes, `async_close` included. That is what makes a
+///   scan over a queue safe to interrupt at any point.
+/// - **Requeue keeps the position on classic queues.** A message nacked with requeue goes
+///   back to its original position (RabbitMQ classic queues and the model; quorum queues
+///   may put it elsewhere, see the model's profile).
+/// - **Depth counts ready messages only**, not the unacknowledged ones (what a passive
+///   `queue.declare` returns as `message-count`). A missing queue completes with
+///   `errc::not_found`; the transport stays usable afterwards (a real AMQP client must open a
+///   new channel, since the failed declare closes the one it used).
+/// - A get on a missing queue also completes with `errc::not_found`, and leaves the unsettled
+///   deliveries fetched from other queues unsettled (so a model that fetches over AMQP uses a
+///   channel per queue, or at least not one shared with other queues' gets).
+///
+/// Does not require: a message count with each get (`delivery::message_count` is optional),
+/// a consistent snapshot (the queue may change between a depth and the next get), or any
+/// ordering across queues.
+///
+/// Models: `in_memory_transport`. Archetype: `letterbox::testing::queue_reader_archetype`.
+/// Conformance: the `async_get`/`async_queue_depth` cases of
+/// `letterbox/testing/transport_suite.hpp`, which run only for models of `queue_reader`.
+template <class T>
+concept queue_reader = transport<T> && message_getter<T> && queue_depth_reader<T>;
 
 } // namespace letterbox

@@ -6,9 +6,10 @@
 // `transport` concept states in words. Run it against a model with a fixture (see
 // `LETTERBOX_TRANSPORT_SUITE` at the end, and docs/concepts/transport.md).
 //
-// Every piece is a function template constrained by `letterbox::transport`, so
-// tests/archetypes/transport.cpp can instantiate it with `transport_archetype`: the suite uses
-// nothing the concept does not promise.
+// Every piece is a function template constrained by `letterbox::transport` (the `async_get` and
+// `async_queue_depth` helpers by `letterbox::queue_reader`), so tests/archetypes/transport.cpp
+// can instantiate it with `transport_archetype` (and `queue_reader_archetype`): the suite uses
+// nothing the concepts do not promise.
 
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/consume_options.hpp>
@@ -304,6 +305,42 @@ template <transport Transport>
 std::error_code nack(transport_harness<Transport>& h, Transport& t, const delivery& d,
                      bool requeue) {
     return await_completion(h, [&](auto done) { t.async_nack(d, requeue, std::move(done)); });
+}
+
+/// What `async_get` completed with.
+struct get_result {
+    std::error_code ec;
+    std::optional<delivery> d;
+};
+
+/// `async_get` on a `queue_reader`, run until it completes (`errc::timed_out` otherwise).
+template <queue_reader Transport>
+get_result get(transport_harness<Transport>& h, Transport& t, const std::string& queue) {
+    auto result = std::make_shared<std::optional<get_result>>();
+    t.async_get(queue, [result](std::error_code ec, std::optional<delivery> d) {
+        *result = get_result{ec, std::move(d)};
+    });
+    if (!h.wait([&] { return result->has_value(); }))
+        return {make_error_code(errc::timed_out), std::nullopt};
+    return std::move(**result);
+}
+
+/// What `async_queue_depth` completed with.
+struct depth_result {
+    std::error_code ec;
+    std::uint32_t ready = 0;
+};
+
+/// `async_queue_depth` on a `queue_reader`, run until it completes.
+template <queue_reader Transport>
+depth_result queue_depth(transport_harness<Transport>& h, Transport& t, const std::string& queue) {
+    auto result = std::make_shared<std::optional<depth_result>>();
+    t.async_queue_depth(queue, [result](std::error_code ec, std::uint32_t ready) {
+        *result = depth_result{ec, ready};
+    });
+    if (!h.wait([&] { return result->has_value(); }))
+        return {make_error_code(errc::timed_out), 0};
+    return **result;
 }
 
 /// What a consumer's delivery handler does with a delivery.
@@ -1461,6 +1498,194 @@ void transport_check_requeue_loop_does_not_starve_others(transport_harness<Trans
         CHECK(loop->deliveries[i].redelivered);
 }
 
+// ---- queue_reader: async_get and async_queue_depth (run only for models of queue_reader) ----
+
+/// queue_reader: gets hand out the queue's messages in order, each once, with manual
+/// acknowledgement; an empty queue answers `std::nullopt`; acked messages are gone.
+template <transport Transport>
+void transport_check_get_fetches_in_order_until_empty(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "get-order");
+        const auto empty = get(h, t, queue);
+        CHECK(describe(empty.ec) == success);
+        CHECK_FALSE(empty.d.has_value());
+
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+        std::vector<delivery> got;
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            INFO("get " << i);
+            auto r = get(h, t, queue);
+            REQUIRE(describe(r.ec) == success);
+            REQUIRE(r.d.has_value());
+            got.push_back(std::move(*r.d));
+        }
+        const auto after = get(h, t, queue);
+        CHECK(describe(after.ec) == success);
+        CHECK_FALSE(after.d.has_value());
+
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            INFO("delivery " << i);
+            if (h.features.guaranteed_order)
+                CHECK(got[i].msg.id == messages[i].id);
+            const auto* m = find_message(messages, got[i].msg.id);
+            REQUIRE(m != nullptr);
+            CHECK(got[i].msg == *m);
+            CHECK(got[i].queue == queue);
+            CHECK(got[i].consumer_tag.empty());
+            CHECK_FALSE(got[i].redelivered);
+            CHECK(describe(ack(h, t, got[i])) == success);
+        }
+        const auto depth = queue_depth(h, t, queue);
+        CHECK(describe(depth.ec) == success);
+        CHECK(depth.ready == 0);
+        h.quiet();
+        const auto later = get(h, t, queue);
+        CHECK_FALSE(later.d.has_value());
+    }
+}
+
+/// queue_reader: a fetched message nacked with requeue comes back marked redelivered (at its
+/// original position when the transport guarantees order); one rejected without requeue is
+/// gone.
+template <transport Transport>
+void transport_check_get_then_nack_requeues(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        if (!h.features.redelivery_on_nack)
+            LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "get-nack");
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+
+        auto first = get(h, t, queue);
+        REQUIRE(describe(first.ec) == success);
+        REQUIRE(first.d.has_value());
+        auto second = get(h, t, queue);
+        REQUIRE(describe(second.ec) == success);
+        REQUIRE(second.d.has_value());
+        // Back in reverse order: a classic queue still restores the original order.
+        CHECK(describe(nack(h, t, *second.d, true)) == success);
+        CHECK(describe(nack(h, t, *first.d, true)) == success);
+
+        std::vector<delivery> again;
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            auto r = get(h, t, queue);
+            REQUIRE(describe(r.ec) == success);
+            REQUIRE(r.d.has_value());
+            again.push_back(std::move(*r.d));
+        }
+        std::set<message_id> ids;
+        for (const auto& d : again)
+            ids.insert(d.msg.id);
+        const auto published = ids_of(messages);
+        CHECK(ids == std::set<message_id>(published.begin(), published.end()));
+        for (const auto& d : again) {
+            const bool was_fetched = d.msg.id == first.d->msg.id || d.msg.id == second.d->msg.id;
+            CHECK(d.redelivered == was_fetched);
+        }
+        if (h.features.guaranteed_order)
+            for (std::size_t i = 0; i < messages.size(); ++i)
+                CHECK(again[i].msg.id == messages[i].id);
+
+        auto reject = await_completion(
+            h, [&](auto done) { t.async_reject(again[0], false, std::move(done)); });
+        CHECK(describe(reject) == success);
+        CHECK(describe(ack(h, t, again[1])) == success);
+        CHECK(describe(nack(h, t, again[2], true)) == success);
+        const auto depth = queue_depth(h, t, queue);
+        CHECK(describe(depth.ec) == success);
+        CHECK(depth.ready == 1);
+    }
+}
+
+/// queue_reader: fetched messages that were never settled return to the queue when the
+/// transport closes, marked redelivered.
+template <transport Transport>
+void transport_check_unsettled_gets_return_on_close(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        auto admin = h.make();
+        const auto queue = declare_fresh_queue(h, admin, "get-close");
+        const auto messages = make_messages(2, "", queue);
+        require_published(h, admin, messages);
+
+        auto t = h.make();
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            auto r = get(h, t, queue);
+            REQUIRE(describe(r.ec) == success);
+            REQUIRE(r.d.has_value());
+        }
+        const auto held = queue_depth(h, admin, queue);
+        CHECK(describe(held.ec) == success);
+        CHECK(held.ready == 0); // unacknowledged messages are not ready
+        REQUIRE(describe(close(h, t)) == success);
+
+        // The requeue may trail the close's completion on a real broker: look a few times.
+        std::uint32_t ready = 0;
+        for (int attempt = 0; attempt < 20 && ready < messages.size(); ++attempt) {
+            if (attempt != 0)
+                h.quiet();
+            ready = queue_depth(h, admin, queue).ready;
+        }
+        CHECK(ready == messages.size());
+        auto log = consume(h, admin, consume_from(queue), ack_all());
+        CHECK(collect_acked(h, {log}, messages.size()));
+        check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+        for (const auto& d : log->deliveries)
+            CHECK(d.redelivered);
+    }
+}
+
+/// queue_reader: the depth counts ready messages; a missing queue is `errc::not_found` for
+/// both operations, and neither the transport nor the deliveries it holds from other queues
+/// suffer from it.
+template <transport Transport>
+void transport_check_depth_and_missing_queues(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "depth");
+        const auto zero = queue_depth(h, t, queue);
+        CHECK(describe(zero.ec) == success);
+        CHECK(zero.ready == 0);
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+        const auto three = queue_depth(h, t, queue);
+        CHECK(describe(three.ec) == success);
+        CHECK(three.ready == 3);
+
+        auto held = get(h, t, queue);
+        REQUIRE(describe(held.ec) == success);
+        REQUIRE(held.d.has_value());
+
+        const auto missing = h.unique_name("no-such-queue");
+        CHECK(describe(queue_depth(h, t, missing).ec) == describe(errc::not_found));
+        CHECK(describe(get(h, t, missing).ec) == describe(errc::not_found));
+
+        const auto two = queue_depth(h, t, queue);
+        CHECK(describe(two.ec) == success);
+        CHECK(two.ready == 2);
+        // The held delivery is still settleable: the failures did not close its channel.
+        CHECK(describe(ack(h, t, *held.d)) == success);
+        auto next = get(h, t, queue);
+        CHECK(describe(next.ec) == success);
+        CHECK(next.d.has_value());
+        if (next.d)
+            CHECK(describe(ack(h, t, *next.d)) == success);
+        const auto one = queue_depth(h, t, queue);
+        CHECK(describe(one.ec) == success);
+        CHECK(one.ready == 1);
+    }
+}
+
 } // namespace letterbox::testing::detail
 
 #undef LETTERBOX_DETAIL_SKIP
@@ -1504,8 +1729,10 @@ void run_transport_check(void (*check)(transport_harness<fixture_transport_t<Fix
 ///
 /// Names are "transport conformance: <check> - <fixtures> - <index>", so give the tuple a
 /// name specific to the model (`amqp_transport_fixtures`). Tags: `[conformance][transport]`,
-/// plus `[threads]` on the cases that start threads (the ThreadSanitizer job runs those) and
-/// `[reconnect]` on the broker-restart case.
+/// plus `[threads]` on the cases that start threads (the ThreadSanitizer job runs those),
+/// `[reconnect]` on the broker-restart case, and `[queue_reader]` on the `async_get` and
+/// `async_queue_depth` cases, which skip (with a warning) for a transport that does not model
+/// `letterbox::queue_reader`.
 ///
 /// Example:
 ///
@@ -1607,7 +1834,21 @@ void run_transport_check(void (*check)(transport_harness<fixture_transport_t<Fix
     LETTERBOX_DETAIL_TRANSPORT_CASE(                                                               \
         fixtures, extra_tags,                                                                      \
         "a consumer that requeues every delivery does not starve other consumers", "",             \
-        transport_check_requeue_loop_does_not_starve_others)
+        transport_check_requeue_loop_does_not_starve_others)                                       \
+    LETTERBOX_DETAIL_TRANSPORT_CASE(                                                               \
+        fixtures, extra_tags,                                                                      \
+        "async_get fetches in order, unacknowledged, until the queue is empty", "[queue_reader]",  \
+        transport_check_get_fetches_in_order_until_empty)                                          \
+    LETTERBOX_DETAIL_TRANSPORT_CASE(fixtures, extra_tags,                                          \
+                                    "a fetched message nacked with requeue comes back",            \
+                                    "[queue_reader]", transport_check_get_then_nack_requeues)      \
+    LETTERBOX_DETAIL_TRANSPORT_CASE(                                                               \
+        fixtures, extra_tags, "fetched messages never settled return when the transport closes",   \
+        "[queue_reader]", transport_check_unsettled_gets_return_on_close)                          \
+    LETTERBOX_DETAIL_TRANSPORT_CASE(                                                               \
+        fixtures, extra_tags,                                                                      \
+        "async_queue_depth counts ready messages; a missing queue is not_found", "[queue_reader]", \
+        transport_check_depth_and_missing_queues)
 
 #define LETTERBOX_DETAIL_TRANSPORT_CASE(fixtures, extra_tags, name, tags, check)                   \
     TEMPLATE_LIST_TEST_CASE("transport conformance: " name,                                        \

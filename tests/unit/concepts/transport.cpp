@@ -111,6 +111,18 @@ struct not_move_assignable {
     not_move_assignable& operator=(not_move_assignable&&) = delete;
 };
 
+struct gets {
+    template <class Token>
+    void async_get(const std::string&, Token&&) {}
+};
+struct gets_without_token {
+    void async_get(const std::string&) {}
+};
+struct reads_depth {
+    template <class Token>
+    void async_queue_depth(const std::string&, Token&&) {}
+};
+
 template <class... Parts>
 struct transport_of : Parts... {};
 
@@ -253,4 +265,47 @@ TEST_CASE("a type without async_close is not a transport", "[concepts][transport
     using t = transport_of<opted_in, has_executor, declares, binds, publishes, consumes, cancels,
                            acks, nacks, rejects>;
     STATIC_REQUIRE(!letterbox::transport<t>);
+}
+
+// queue_reader: a transport that can also get single messages and read a queue's depth.
+
+TEST_CASE("a transport with async_get and async_queue_depth is a queue_reader",
+          "[concepts][transport][queue_reader]") {
+    using t = transport_of<opted_in, has_executor, declares, binds, publishes, consumes, cancels,
+                           acks, nacks, rejects, closes, gets, reads_depth>;
+    STATIC_REQUIRE(letterbox::queue_reader<t>);
+}
+
+TEST_CASE("a transport is not a queue_reader by itself", "[concepts][transport][queue_reader]") {
+    STATIC_REQUIRE(letterbox::transport<complete>);
+    STATIC_REQUIRE(!letterbox::queue_reader<complete>);
+}
+
+TEST_CASE("a transport without async_get is not a queue_reader",
+          "[concepts][transport][queue_reader]") {
+    using t = transport_of<opted_in, has_executor, declares, binds, publishes, consumes, cancels,
+                           acks, nacks, rejects, closes, reads_depth>;
+    STATIC_REQUIRE(!letterbox::queue_reader<t>);
+}
+
+TEST_CASE("a transport whose async_get takes no completion token is not a queue_reader",
+          "[concepts][transport][queue_reader]") {
+    using t = transport_of<opted_in, has_executor, declares, binds, publishes, consumes, cancels,
+                           acks, nacks, rejects, closes, gets_without_token, reads_depth>;
+    STATIC_REQUIRE(!letterbox::queue_reader<t>);
+}
+
+TEST_CASE("a transport without async_queue_depth is not a queue_reader",
+          "[concepts][transport][queue_reader]") {
+    using t = transport_of<opted_in, has_executor, declares, binds, publishes, consumes, cancels,
+                           acks, nacks, rejects, closes, gets>;
+    STATIC_REQUIRE(!letterbox::queue_reader<t>);
+}
+
+TEST_CASE("a type with async_get and async_queue_depth that is not a transport is not a "
+          "queue_reader",
+          "[concepts][transport][queue_reader]") {
+    using t = transport_of<has_executor, declares, binds, publishes, consumes, cancels, acks, nacks,
+                           rejects, closes, gets, reads_depth>;
+    STATIC_REQUIRE(!letterbox::queue_reader<t>);
 }

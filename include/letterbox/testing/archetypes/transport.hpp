@@ -12,7 +12,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -88,6 +90,23 @@ struct transport_archetype {
     template <class Token>
     auto async_close(Token&& token) {
         return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+    }
+};
+//]
+
+/// Exactly what `letterbox::queue_reader` requires: the transport archetype plus `async_get`
+/// and `async_queue_depth`, which never complete.
+//[queue_reader_archetype
+struct queue_reader_archetype : transport_archetype {
+    template <class Token>
+    auto async_get(const std::string&, Token&& token) {
+        return detail::never_complete<void(std::error_code, std::optional<delivery>)>(
+            std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_queue_depth(const std::string&, Token&& token) {
+        return detail::never_complete<void(std::error_code, std::uint32_t)>(
+            std::forward<Token>(token));
     }
 };
 //]

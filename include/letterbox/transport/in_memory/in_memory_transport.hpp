@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <system_error>
@@ -49,6 +50,45 @@ public:
     std::error_code declare(const topology::queue& q) {
         return with_admin([&](channel& ch) { return ch.queue_declare(q); });
     }
+    // A passive declare: the ready count. A missing queue closes the admin channel (404) as on
+    // RabbitMQ; `with_admin` opens a new one for the next operation.
+    std::uint32_t depth(const std::string& queue, std::error_code& ec) {
+        std::uint32_t ready = 0;
+        ec = with_admin([&](channel& ch) {
+            topology::queue q;
+            q.name = queue;
+            std::error_code e;
+            const auto ok = ch.queue_declare(q, e, true);
+            if (!e)
+                ready = static_cast<std::uint32_t>(ok.message_count);
+            return e;
+        });
+        return ready;
+    }
+
+    // `basic.get` with manual acknowledgement, on the queue's own channel (see `getter`).
+    std::optional<delivery> get(const std::string& queue, std::error_code& ec) {
+        if (closed_) {
+            ec = errc::closed;
+            return std::nullopt;
+        }
+        if (!ensure_open()) {
+            ec = errc::connection_closed;
+            return std::nullopt;
+        }
+        auto ch = getter(queue);
+        auto d = ch.basic_get(queue, ec, false);
+        if (!ch.is_open()) {
+            // The get failed with a channel error (a missing queue): forget the channel, the
+            // next get on this queue opens a new one.
+            channels_.erase(ch.id());
+            getters_.erase(queue);
+        }
+        if (ec || !d)
+            return std::nullopt;
+        return d->to_delivery();
+    }
+
     std::error_code bind(const topology::binding& b) {
         return with_admin([&](channel& ch) {
             return b.kind == topology::destination_kind::queue
@@ -168,6 +208,7 @@ public:
             conn_.close();
         fail_pending(errc::outcome_unknown);
         channels_.clear();
+        getters_.clear();
     }
 
     in_memory::connection& connection() noexcept { return conn_; }
@@ -186,6 +227,21 @@ private:
         if (!admin_.is_open())
             admin_ = conn_.open_channel();
         return f(admin_);
+    }
+
+    // The channel for gets from `queue`, opened on first use and registered in `channels_` so
+    // `settle` finds it. One per queue: a get on a missing queue closes its channel (404), and
+    // that must not requeue what was fetched, and is still held, from other queues.
+    channel getter(const std::string& queue) {
+        if (auto it = getters_.find(queue); it != getters_.end()) {
+            if (it->second.is_open())
+                return it->second;
+            channels_.erase(it->second.id());
+        }
+        auto ch = conn_.open_channel();
+        channels_[ch.id()] = ch;
+        getters_[queue] = ch;
+        return ch;
     }
 
     // Reconnects after a lost connection (fault or broker restart), as RabbitMQ clients with
@@ -207,6 +263,7 @@ private:
             return;
         }
         channels_.clear();
+        getters_.clear();
         retired_.clear();
         conn_ = std::move(next);
         std::weak_ptr<transport_state> self = weak_from_this();
@@ -366,6 +423,7 @@ private:
     std::map<std::uint64_t, pending_publish> pending_;
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;
     std::map<std::uint64_t, channel> channels_;
+    std::map<std::string, channel> getters_;
     std::set<std::uint64_t> retired_;
     std::uint64_t in_flight_ = 0;
     bool closed_ = false;
@@ -388,6 +446,13 @@ private:
 /// connection tries to reconnect once and completes at once with `errc::connection_closed`
 /// (never hangs); when the broker comes back (`broker::come_back`) it reconnects by itself,
 /// restores its consumers, and its next operations succeed.
+///
+/// It also models `queue_reader`: `async_get` fetches with manual acknowledgement on a channel
+/// of its own per queue (a failed get closes only that queue's channel, as a 404 does on
+/// RabbitMQ), and fetched messages are settled with `async_ack`, `async_nack` and
+/// `async_reject` like consumed ones; unsettled ones return to their queue when the connection
+/// is lost or closed. `async_queue_depth` is a passive `queue.declare` on the topology channel,
+/// which is reopened after the 404 of a missing queue.
 ///
 /// Every operation is posted to the broker's executor (it starts after the caller's handler
 /// returns, as a request on a socket would, so a consumer that nacks with requeue inside its
@@ -461,6 +526,44 @@ public:
                 });
             },
             token, o, std::move(on_delivery));
+    }
+
+    /// `basic.get` from `queue` with manual acknowledgement: completes with the delivery, or
+    /// `std::nullopt` when no message is ready; `errc::not_found` when the queue is missing.
+    template <class Token>
+    auto async_get(const std::string& queue, Token&& token) {
+        return boost::asio::async_initiate<Token, void(std::error_code, std::optional<delivery>)>(
+            [s = state_](auto handler, std::string q) {
+                auto ex = boost::asio::get_associated_executor(handler, s->executor());
+                boost::asio::post(
+                    s->executor(), [s, ex, q = std::move(q), h = std::move(handler)]() mutable {
+                        std::error_code ec;
+                        auto d = s->get(q, ec);
+                        boost::asio::post(ex, [h = std::move(h), ec, d = std::move(d)]() mutable {
+                            std::move(h)(ec, std::move(d));
+                        });
+                    });
+            },
+            token, queue);
+    }
+
+    /// The number of ready messages in `queue` (a passive `queue.declare`); `errc::not_found`
+    /// when the queue is missing.
+    template <class Token>
+    auto async_queue_depth(const std::string& queue, Token&& token) {
+        return boost::asio::async_initiate<Token, void(std::error_code, std::uint32_t)>(
+            [s = state_](auto handler, std::string q) {
+                auto ex = boost::asio::get_associated_executor(handler, s->executor());
+                boost::asio::post(
+                    s->executor(), [s, ex, q = std::move(q), h = std::move(handler)]() mutable {
+                        std::error_code ec;
+                        const auto ready = s->depth(q, ec);
+                        boost::asio::post(ex, [h = std::move(h), ec, ready]() mutable {
+                            std::move(h)(ec, ready);
+                        });
+                    });
+            },
+            token, queue);
     }
 
     template <class Token>

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/transport.hpp>
+#include <letterbox/delivery.hpp>
+#include <letterbox/detail/unique_function.hpp>
+#include <letterbox/dlq/dead_letter_entry.hpp>
+#include <letterbox/dlq/dead_letter_filter.hpp>
+#include <letterbox/dlq/dead_letter_queue_options.hpp>
+#include <letterbox/dlq/detail/replay_message.hpp>
+#include <letterbox/dlq/page.hpp>
+#include <letterbox/dlq/replay_result.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/steady_clock.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <ios>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace letterbox::dlq::detail {
+
+/// What a scan does with each message it fetches.
+enum class scan_kind { browse, export_lines, purge, replay };
+
+/// Whether a failed publish or settle says the way to the broker failed (the connection or
+/// channel is gone, the outcome is unknown) rather than that this message was refused. After
+/// such a failure what the scan holds has gone back to the queue, so the scan stops.
+inline bool is_connection_failure(const std::error_code& ec) noexcept {
+    if (!ec)
+        return false;
+    if (ec.category() != error_category())
+        return true;
+    switch (static_cast<errc>(ec.value())) {
+    case errc::connection_forced:
+    case errc::channel_closed:
+    case errc::connection_closed:
+    case errc::outcome_unknown:
+    case errc::timed_out:
+    case errc::closed:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/// One dead-letter operation: measures the queue's depth, then gets at most that many
+/// messages (and at most `max_messages`) one at a time with manual acknowledgement, and
+/// deals with each as its kind says. What it does not remove it holds unacknowledged, so the
+/// next get returns the next message instead of the same one again; at the end it nacks
+/// everything it holds with requeue, in the order it fetched them, and the queue gets each
+/// back in its original position (RabbitMQ classic queues, and the model).
+///
+/// Everything runs on the transport's executor: start it there.
+template <class Transport>
+class scan : public std::enable_shared_from_this<scan<Transport>> {
+public:
+    struct outcome {
+        std::vector<dead_letter_entry> entries{}; // browse
+        replay_result replay{};                   // replay
+        std::size_t count = 0;                    // purge: removed; export: written
+    };
+    using completion = letterbox::detail::unique_function<void(std::error_code, outcome)>;
+
+    scan(Transport& transport, std::string queue, scan_kind kind, dead_letter_filter filter,
+         std::shared_ptr<const dead_letter_queue_options> options, completion done)
+        : transport_(transport)
+        , queue_(std::move(queue))
+        , kind_(kind)
+        , filter_(std::move(filter))
+        , options_(std::move(options))
+        , done_(std::move(done)) {}
+
+    /// For browse: which matches to return.
+    void set_page(page p) noexcept { page_ = p; }
+    /// For export: where to write (must outlive the operation).
+    void set_output(std::ostream* out) noexcept { out_ = out; }
+
+    void start() {
+        if (kind_ == scan_kind::browse && page_.limit == 0)
+            return finish({});
+        transport_.async_queue_depth(
+            queue_, [self = this->shared_from_this()](std::error_code ec, std::uint32_t ready) {
+                self->on_depth(ec, ready);
+            });
+    }
+
+private:
+    void on_depth(std::error_code ec, std::uint32_t ready) {
+        if (ec)
+            return finish(ec);
+        // Bounded by the depth measured now: what the scan nacks back at the end, and what
+        // arrives meanwhile (a replay may even route into this queue), is never fetched
+        // again, so a scan always ends.
+        budget_ = std::min<std::size_t>(ready, options_->max_messages);
+        next();
+    }
+
+    void next() {
+        if (enough_ || fetched_ >= budget_)
+            return release();
+        transport_.async_get(queue_, [self = this->shared_from_this()](std::error_code ec,
+                                                                       std::optional<delivery> d) {
+            self->on_get(ec, std::move(d));
+        });
+    }
+
+    void on_get(std::error_code ec, std::optional<delivery> d) {
+        if (ec) {
+            error_ = ec;
+            return release();
+        }
+        if (!d)
+            return release(); // the queue ran dry before its measured depth (someone else took)
+        ++fetched_;
+        auto entry = dead_letter_entry::from(d->msg);
+        const bool match = filter_.matches(entry);
+        switch (kind_) {
+        case scan_kind::browse:
+            held_.push_back(std::move(*d));
+            if (match && matched_++ >= page_.offset) {
+                result_.entries.push_back(std::move(entry));
+                enough_ = result_.entries.size() >= page_.limit;
+            }
+            return next();
+        case scan_kind::export_lines:
+            held_.push_back(std::move(*d));
+            if (match && !write(entry))
+                return release();
+            return next();
+        case scan_kind::purge:
+            if (!match) {
+                held_.push_back(std::move(*d));
+                return next();
+            }
+            current_ = std::move(*d);
+            transport_.async_ack(*current_, [self = this->shared_from_this()](std::error_code e) {
+                self->on_purged(e);
+            });
+            return;
+        case scan_kind::replay:
+            if (!match) {
+                ++result_.replay.skipped;
+                held_.push_back(std::move(*d));
+                return next();
+            }
+            return replay(std::move(*d), std::move(entry));
+        }
+    }
+
+    bool write(const dead_letter_entry& entry) {
+        try {
+            *out_ << entry.to_json().dump() << '\n';
+        } catch (...) {
+            out_->setstate(std::ios_base::badbit);
+        }
+        if (!*out_) {
+            error_ = std::make_error_code(std::errc::io_error);
+            return false;
+        }
+        ++result_.count;
+        return true;
+    }
+
+    void on_purged(std::error_code ec) {
+        if (ec) {
+            error_ = ec;
+            return release();
+        }
+        ++result_.count;
+        current_.reset();
+        next();
+    }
+
+    // -- replay: one message at a time, in queue order ---------------------------------------
+
+    void replay(delivery d, dead_letter_entry entry) {
+        if (entry.original_exchange.empty() && entry.original_routing_key.empty()) {
+            // Nowhere to send it: the default exchange has no queue named "".
+            fail(entry.id, make_error_code(errc::invalid_argument));
+            held_.push_back(std::move(d));
+            return next();
+        }
+        current_ = std::move(d);
+        current_entry_ = std::move(entry);
+        const auto now = options_->wall_clock ? options_->wall_clock() : steady_clock{}.wall_now();
+        copy_ = make_replay_message(current_entry_, now);
+        transport_.async_publish(copy_, [self = this->shared_from_this()](std::error_code ec) {
+            self->on_republished(ec);
+        });
+    }
+
+    void on_republished(std::error_code ec) {
+        if (ec) {
+            // Not republished (or not known to be): the original stays, and goes back.
+            fail(current_entry_.id, ec);
+            held_.push_back(std::move(*current_));
+            current_.reset();
+            if (is_connection_failure(ec)) {
+                error_ = ec;
+                return release();
+            }
+            return next();
+        }
+        if (options_->after_republish_before_remove) {
+            try {
+                options_->after_republish_before_remove(current_entry_);
+            } catch (...) {
+                return abandon();
+            }
+        }
+        // Only now, with the copy confirmed and routed, is the original removed.
+        transport_.async_ack(*current_, [self = this->shared_from_this()](std::error_code e) {
+            self->on_removed(e);
+        });
+    }
+
+    void on_removed(std::error_code ec) {
+        current_.reset();
+        if (ec) {
+            // The copy is out but the original was not removed: it is back in the queue (its
+            // channel is gone), a duplicate for the consumer's inbox to absorb.
+            fail(current_entry_.id, ec);
+            error_ = ec;
+            return release();
+        }
+        ++result_.replay.replayed;
+        next();
+    }
+
+    void fail(const std::string& id, std::error_code ec) {
+        ++result_.replay.failed;
+        result_.replay.failures.push_back({id, ec});
+    }
+
+    // -- ending --------------------------------------------------------------------------------
+
+    // Gives back everything held, in fetch order, then completes.
+    void release() {
+        if (held_.empty())
+            return finish(error_);
+        pending_nacks_ = held_.size();
+        for (const auto& d : held_)
+            transport_.async_nack(d, true, [self = this->shared_from_this()](std::error_code ec) {
+                if (ec && !self->nack_error_)
+                    self->nack_error_ = ec;
+                if (--self->pending_nacks_ == 0)
+                    self->finish(self->error_ ? self->error_ : self->nack_error_);
+            });
+    }
+
+    // As if the process died here: nothing more is settled.
+    void abandon() { finish(make_error_code(errc::internal_error)); }
+
+    void finish(std::error_code ec) {
+        if (!done_)
+            return;
+        auto done = std::move(done_);
+        done_ = nullptr;
+        done(ec, std::move(result_));
+    }
+
+    Transport& transport_;
+    const std::string queue_;
+    const scan_kind kind_;
+    const dead_letter_filter filter_;
+    const std::shared_ptr<const dead_letter_queue_options> options_;
+    completion done_;
+    page page_{};
+    std::ostream* out_ = nullptr;
+
+    std::size_t budget_ = 0;
+    std::size_t fetched_ = 0;
+    std::size_t matched_ = 0;
+    bool enough_ = false;
+    std::vector<delivery> held_{};
+    std::optional<delivery> current_{};
+    dead_letter_entry current_entry_{};
+    message copy_{};
+    std::size_t pending_nacks_ = 0;
+    std::error_code error_{};
+    std::error_code nack_error_{};
+    outcome result_{};
+};
+
+} // namespace letterbox::dlq::detail

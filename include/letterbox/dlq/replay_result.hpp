@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace letterbox::dlq {
+
+/// What `dead_letter_queue::async_replay` did.
+struct replay_result {
+    /// Why one message could not be replayed; it stayed in the dead-letter queue.
+    struct failure {
+        /// The message id (text).
+        std::string id{};
+        /// The publish's error (`errc::no_route`, `errc::publish_nacked`, `errc::not_found`,
+        /// ...), or `errc::invalid_argument` when the entry names no original destination.
+        std::error_code error{};
+    };
+
+    /// Republished, confirmed, and removed from the dead-letter queue.
+    std::size_t replayed = 0;
+    /// Matched but not republished: they stayed in the dead-letter queue.
+    std::size_t failed = 0;
+    /// Did not match the filter: left in the dead-letter queue, in place.
+    std::size_t skipped = 0;
+    /// One per failed message, in queue order.
+    std::vector<failure> failures{};
+};
+
+} // namespace letterbox::dlq
