@@ -5,7 +5,7 @@
 #                      and the ThreadSanitizer pass (make tsan)
 #   make asan          only the ASan+UBSan part of make test
 #   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads`
-#   make demo          Release build in build/release, runs examples 02 (outbox) and 01 (routing)
+#   make demo          Release build in build/release, runs examples 02 (outbox), 01 (routing), 03 (poison)
 #   make bench         Release build with benchmarks, runs every bench_*
 #   make format        clang-format -i;  make format-check: fail on unformatted files
 #   make clean         remove build/
@@ -91,7 +91,7 @@ release-configure: deps
 	    $(RELEASE_ARGS)
 
 # The main job: the transactional outbox through a broker outage, then topic routing.
-DEMOS := 02_transactional_outbox 01_topic_routing
+DEMOS := 02_transactional_outbox 01_topic_routing 03_poison_message_and_replay
 demo: deps
 	$(MAKE) --no-print-directory release-configure
 	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target $(addprefix example_,$(DEMOS))

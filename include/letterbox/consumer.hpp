@@ -1,16 +1,25 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/concepts/clock.hpp>
+#include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/handler.hpp>
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/middleware/detail/run_inner.hpp>
+#include <letterbox/middleware/disposition.hpp>
+#include <letterbox/middleware/handling.hpp>
+#include <letterbox/steady_clock.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -41,16 +50,37 @@ struct consumer_stats {
     std::uint64_t delivered = 0;
     /// Handled successfully and acknowledged.
     std::uint64_t acked = 0;
-    /// Failed and settled according to `consumer_options::on_failure`.
+    /// Failed with no layer deciding, and settled according to `consumer_options::on_failure`
+    /// (or requeued, for a store error).
     std::uint64_t failed = 0;
+    /// Runs scheduled again after an in-process retry delay (`disposition::retry_in`).
+    std::uint64_t retried = 0;
+    /// Handed back to the broker for a delayed retry (a confirmed copy in a retry queue, or a
+    /// reject onto the retry queue).
+    std::uint64_t redelivered = 0;
+    /// Dead-lettered by the middleware (a confirmed copy in the dead-letter queue, or a
+    /// native reject).
+    std::uint64_t dead_lettered = 0;
+    /// Forwards whose publish failed (returned, nacked, connection lost): the original was
+    /// requeued instead of acknowledged, so nothing was lost.
+    std::uint64_t forward_failed = 0;
 
     friend bool operator==(const consumer_stats&, const consumer_stats&) = default;
 };
 
-/// Runs a handler for every delivery of a queue and settles each delivery from the outcome:
-/// **ack only after the handler returned success**, so a crash before that (or a failed
-/// handler) leaves the message to be delivered again. This is what makes the idempotent
-/// middleware's "commit, then ack" order hold.
+/// Runs a handler for every delivery of a queue and carries out what it decides: **ack only
+/// after the handler returned success**, so a crash before that (or a failed handler) leaves
+/// the message to be delivered again. This is what makes the idempotent middleware's
+/// "commit, then ack" order hold.
+///
+/// `Handler` is either a plain `handler` (success acks, failure takes `on_failure`) or a
+/// `delivery_handler` built with middleware (`middleware::compose`), whose
+/// `middleware::disposition` the consumer carries out:
+/// - `ack`; `fail` (the last resort below); `reject` and `requeue` as they say;
+/// - `retry_in`: waits the delay on `Clock` (holding the delivery), then runs again;
+/// - `forward`: publishes the copy (mandatory, confirmed) and acks the original only after
+///   the confirm; if that publish fails, the original is requeued. A crash in between
+///   leaves both (a duplicate for the inbox to absorb), never neither.
 ///
 /// The handler runs on the transport's executor, one delivery at a time per consumer, so a
 /// handler that blocks (a SQLite transaction) holds that executor for its duration.
@@ -60,21 +90,24 @@ struct consumer_stats {
 /// delivery is always requeued then, whatever `on_failure` says, so it is never dead-lettered
 /// or dropped for it.
 ///
-/// Retries, delayed redelivery and explicit dead-lettering with reasons are middleware around
-/// the handler (issue 4); `on_failure` is only the last resort of this settling loop.
-///
-/// Thread safety: use one consumer from the transport's executor. The transport must outlive
-/// it; in-flight handlers keep the consumer's state alive.
+/// Thread safety: use one consumer from the transport's executor. The transport and the
+/// clock must outlive it; in-flight handlers keep the consumer's state alive.
 ///
 /// Example:
 ///
-///     letterbox::consumer c(transport, idempotent_handler, {.consume = {.queue = "enrollments"}});
+///     letterbox::consumer c(transport, pipeline, clock, {.consume = {.queue = "enrollments"}});
 ///     co_await c.async_start(asio::use_awaitable);
-template <transport Transport, handler Handler>
+template <transport Transport, class Handler, clock Clock = steady_clock>
+    requires handler<Handler> || delivery_handler<Handler>
 class consumer {
 public:
-    consumer(Transport& transport, Handler h, consumer_options options = {})
-        : state_(std::make_shared<state>(transport, std::move(h), std::move(options))) {}
+    /// A consumer whose in-process retry delays run on the system's steady clock.
+    consumer(Transport& transport, Handler h,
+             consumer_options options = {}) requires std::same_as<Clock, steady_clock>
+        : state_(std::make_shared<state>(transport, std::move(h), nullptr, std::move(options))) {}
+
+    consumer(Transport& transport, Handler h, Clock& clock, consumer_options options = {})
+        : state_(std::make_shared<state>(transport, std::move(h), &clock, std::move(options))) {}
 
     /// Starts consuming; completes with `void(std::error_code, std::string consumer_tag)`.
     template <class Token>
@@ -84,7 +117,7 @@ public:
             state_->options.consume,
             [weak](delivery d) {
                 if (auto s = weak.lock())
-                    s->handle(std::move(d));
+                    state::handle(s, std::make_shared<const delivery>(std::move(d)), 1);
             },
             std::forward<Token>(token));
     }
@@ -97,54 +130,136 @@ public:
     }
 
     consumer_stats stats() const noexcept {
-        return {state_->delivered.load(std::memory_order_relaxed),
-                state_->acked.load(std::memory_order_relaxed),
-                state_->failed.load(std::memory_order_relaxed)};
+        const auto& c = state_->counts;
+        auto get = [](const std::atomic<std::uint64_t>& a) {
+            return a.load(std::memory_order_relaxed);
+        };
+        return {get(c.delivered),   get(c.acked),         get(c.failed),        get(c.retried),
+                get(c.redelivered), get(c.dead_lettered), get(c.forward_failed)};
     }
 
+    /// The handler (e.g. to read its statistics).
+    const Handler& handler() const noexcept { return state_->handler; }
+
 private:
+    using disposition = middleware::disposition;
+
+    struct counters {
+        std::atomic<std::uint64_t> delivered{0}, acked{0}, failed{0}, retried{0}, redelivered{0},
+            dead_lettered{0}, forward_failed{0};
+    };
+
     struct state {
-        state(Transport& t, Handler h, consumer_options o)
+        state(Transport& t, Handler h, Clock* c, consumer_options o)
             : transport(&t)
             , handler(std::move(h))
-            , options(std::move(o)) {}
+            , clock(c)
+            , options(std::move(o)) {
+            if constexpr (std::is_default_constructible_v<Clock>) {
+                if (!clock)
+                    clock = &owned_clock.emplace();
+            }
+        }
 
-        void handle(delivery d) {
-            delivered.fetch_add(1, std::memory_order_relaxed);
-            std::error_code ec;
+        static void handle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
+                           std::uint32_t run) {
+            if (run == 1)
+                s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
+            disposition r = disposition::ack();
             try {
-                if constexpr (std::is_void_v<std::invoke_result_t<Handler&, const message&>>)
-                    std::invoke(handler, std::as_const(d.msg));
-                else
-                    ec = std::invoke(handler, std::as_const(d.msg));
-            } catch (const std::system_error& e) {
-                ec = e.code() ? e.code() : make_error_code(errc::internal_error);
-            } catch (...) {
-                ec = errc::internal_error;
+                r = middleware::detail::run_inner(s->handler, middleware::handling{*d, run});
+            } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
+                middleware::handler_failure f;
+                f.error = errc::internal_error;
+                r = disposition::fail(std::move(f));
             }
-            if (!ec) {
-                acked.fetch_add(1, std::memory_order_relaxed);
-                transport->async_ack(d, [](std::error_code) {});
-                return;
+            settle(s, std::move(d), run, std::move(r));
+        }
+
+        static void settle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
+                           std::uint32_t run, disposition r) {
+            auto& c = s->counts;
+            auto* t = s->transport;
+            auto ignore = [](std::error_code) {
+            };
+            switch (r.what()) {
+            case disposition::kind::ack:
+                c.acked.fetch_add(1, std::memory_order_relaxed);
+                return t->async_ack(*d, ignore);
+            case disposition::kind::fail: {
+                c.failed.fetch_add(1, std::memory_order_relaxed);
+                // The consumer's own database failed (locked, full, unreadable): not the
+                // message's fault, so it must come back rather than be dead-lettered.
+                if (s->options.on_failure == failure_action::requeue ||
+                    is_store_error(r.failure()->error))
+                    return t->async_nack(*d, true, ignore);
+                return t->async_reject(*d, false, ignore);
             }
-            failed.fetch_add(1, std::memory_order_relaxed);
-            // The consumer's own database failed (locked, full, unreadable): not the message's
-            // fault, so it must come back rather than be dead-lettered or dropped.
-            if (options.on_failure == failure_action::requeue || is_store_error(ec))
-                transport->async_nack(d, true, [](std::error_code) {});
-            else
-                transport->async_reject(d, false, [](std::error_code) {});
+            case disposition::kind::requeue:
+                c.failed.fetch_add(1, std::memory_order_relaxed);
+                return t->async_nack(*d, true, ignore);
+            case disposition::kind::reject:
+                count(c, r.why());
+                return t->async_reject(*d, false, ignore);
+            case disposition::kind::retry_in:
+                c.retried.fetch_add(1, std::memory_order_relaxed);
+                return retry_later(s, std::move(d), run, r.delay());
+            case disposition::kind::forward:
+                return forward(s, std::move(d), std::move(r));
+            }
+        }
+
+        static void count(counters& c, disposition::purpose p) {
+            (p == disposition::purpose::dead_letter ? c.dead_lettered : c.redelivered)
+                .fetch_add(1, std::memory_order_relaxed);
+        }
+
+        static void retry_later(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
+                                std::uint32_t run, std::chrono::milliseconds delay) {
+            auto& clk = *s->clock;
+            using timer_type = decltype(clk.make_timer(s->transport->get_executor()));
+            auto timer = std::make_shared<timer_type>(clk.make_timer(s->transport->get_executor()));
+            timer->expires_after(std::chrono::duration_cast<typename timer_type::duration>(delay));
+            std::weak_ptr<state> weak = s;
+            timer->async_wait([weak, timer, d = std::move(d), run](auto) mutable {
+                if (auto self = weak.lock())
+                    handle(self, std::move(d), run + 1);
+            });
+        }
+
+        static void forward(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
+                            disposition r) {
+            const auto purpose = r.why();
+            std::weak_ptr<state> weak = s;
+            s->transport->async_publish(
+                *r.forwarded(), [weak, d = std::move(d), purpose](std::error_code ec) {
+                    auto self = weak.lock();
+                    if (!self)
+                        return;
+                    auto ignore = [](std::error_code) {
+                    };
+                    if (ec) {
+                        // Not stored, or not known to be: keep the original.
+                        self->counts.forward_failed.fetch_add(1, std::memory_order_relaxed);
+                        return self->transport->async_nack(*d, true, ignore);
+                    }
+                    count(self->counts, purpose);
+                    self->transport->async_ack(*d, ignore);
+                });
         }
 
         Transport* transport;
         Handler handler;
+        std::optional<Clock> owned_clock{}; // the default clock, when none was given
+        Clock* clock;
         consumer_options options;
-        std::atomic<std::uint64_t> delivered{0};
-        std::atomic<std::uint64_t> acked{0};
-        std::atomic<std::uint64_t> failed{0};
+        counters counts;
     };
 
     std::shared_ptr<state> state_;
 };
+
+template <transport Transport, class Handler, clock Clock>
+consumer(Transport&, Handler, Clock&, consumer_options = {}) -> consumer<Transport, Handler, Clock>;
 
 } // namespace letterbox

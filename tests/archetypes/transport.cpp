@@ -2,8 +2,15 @@
 // Compile-only: the transport, handler, retry_policy and clock archetypes model their concepts,
 // and every generic component over them compiles with them, so it uses nothing the concepts do
 // not promise. Today those components are the transport conformance suite (its helpers and
-// checks) and the in-memory broker's clock adapter.
+// checks), the in-memory broker's clock adapter, the middleware layers, the consumer, and the
+// dead-letter operations.
 
+#include <letterbox/consumer.hpp>
+#include <letterbox/dlq/dead_letter_queue.hpp>
+#include <letterbox/dlq/depth_gauge.hpp>
+#include <letterbox/middleware/dead_letter.hpp>
+#include <letterbox/middleware/redelivery.hpp>
+#include <letterbox/middleware/retry.hpp>
 #include <letterbox/testing/archetypes/clock.hpp>
 #include <letterbox/testing/archetypes/handler.hpp>
 #include <letterbox/testing/archetypes/retry_policy.hpp>
@@ -27,6 +34,8 @@ using archetype = lt::transport_archetype;
 using harness = lt::transport_harness<archetype>;
 
 static_assert(letterbox::transport<archetype>);
+static_assert(letterbox::queue_reader<lt::queue_reader_archetype>);
+static_assert(!letterbox::queue_reader<archetype>);
 static_assert(letterbox::handler<lt::handler_archetype>);
 static_assert(letterbox::retry_policy<lt::retry_policy_archetype>);
 static_assert(letterbox::waitable_timer<lt::waitable_timer_archetype>);
@@ -100,6 +109,27 @@ template void lt::detail::transport_check_consume_from_missing_queue_is_not_foun
 template void lt::detail::transport_check_redeclaring_is_idempotent<archetype>(harness&);
 template void lt::detail::transport_check_deliveries_follow_consume_completion<archetype>(harness&);
 template void lt::detail::transport_check_requeue_loop_does_not_starve_others<archetype>(harness&);
+
+// The optional queue_reader refinement: its helpers and checks, with its archetype.
+using reader = lt::queue_reader_archetype;
+using reader_harness = lt::transport_harness<reader>;
+template struct lt::transport_harness<reader>;
+template lt::get_result lt::get<reader>(reader_harness&, reader&, const std::string&);
+template lt::depth_result lt::queue_depth<reader>(reader_harness&, reader&, const std::string&);
+template void lt::detail::transport_check_get_fetches_in_order_until_empty<reader>(reader_harness&);
+template void lt::detail::transport_check_get_then_nack_requeues<reader>(reader_harness&);
+template void lt::detail::transport_check_unsettled_gets_return_on_close<reader>(reader_harness&);
+template void lt::detail::transport_check_depth_and_missing_queues<reader>(reader_harness&);
+
+// Middleware over the policy, clock and handler archetypes; the consumer over the transport's.
+template class letterbox::middleware::retry_handler<lt::retry_policy_archetype, lt::handler_archetype>;
+template class letterbox::middleware::redelivery_handler<lt::retry_policy_archetype, lt::clock_archetype, lt::handler_archetype>;
+template class letterbox::middleware::dead_letter_handler<lt::clock_archetype, lt::handler_archetype>;
+template class letterbox::consumer<archetype, lt::handler_archetype, lt::clock_archetype>;
+
+// Dead-letter operations over the queue_reader archetype.
+template class letterbox::dlq::dead_letter_queue<reader>;
+template class letterbox::dlq::depth_gauge<reader, lt::clock_archetype>;
 // clang-format on
 
 // The in-memory broker reads any clock through this adapter.

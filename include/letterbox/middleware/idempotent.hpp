@@ -8,10 +8,12 @@
 #include <letterbox/message.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -105,6 +107,17 @@ public:
     /// The consumer id this handler records under.
     const std::string& consumer_id() const noexcept { return consumer_id_; }
 
+    /// Declares how long the application keeps inbox records (what it passes to
+    /// `inbox.purge`), so that `middleware::compose` can refuse a pipeline whose redelivery
+    /// horizon is longer (DESIGN §3.8). Returns a copy that shares the statistics.
+    idempotent_handler with_retention(std::chrono::milliseconds retention) const {
+        idempotent_handler h = *this;
+        h.retention_ = retention;
+        return h;
+    }
+    /// The retention declared with `with_retention`, if any.
+    std::optional<std::chrono::milliseconds> retention() const noexcept { return retention_; }
+
     /// A snapshot of the counts, shared by every copy of this handler.
     idempotent_stats stats() const noexcept {
         return {counters_->processed.load(std::memory_order_relaxed),
@@ -135,6 +148,7 @@ private:
     std::string consumer_id_;
     Clock* clock_;
     std::shared_ptr<counters> counters_;
+    std::optional<std::chrono::milliseconds> retention_{};
 };
 
 /// The idempotent consumer (inbox) middleware: wraps an effect so that each message has its
@@ -190,5 +204,10 @@ typename Inbox::unit_of_work_type >
                    Clock& clock) {
     return {std::move(effect), inbox, std::move(begin), std::move(consumer_id), clock};
 }
+
+namespace middleware {
+/// The idempotent unit of work is middleware too; `letterbox::idempotent` under this name.
+using letterbox::idempotent;
+} // namespace middleware
 
 } // namespace letterbox

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/delivery.hpp>
+#include <letterbox/field_table.hpp>
+#include <letterbox/headers.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace letterbox::middleware {
+
+namespace detail {
+inline std::uint32_t clamp_count(std::int64_t n) {
+    if (n <= 0)
+        return 0;
+    return static_cast<std::uint32_t>(
+        std::min<std::int64_t>(n, std::numeric_limits<std::uint32_t>::max()));
+}
+} // namespace detail
+
+/// How many failed attempts the message of `d` had before this delivery, read from the
+/// message itself so that the count survives a consumer crash, a restart and scale-out
+/// (DESIGN §3.4). It is the largest of:
+/// - `headers::attempts`, letterbox's own counter, written by the redelivery and
+///   dead-letter layers on every copy they publish;
+/// - the `x-death` counts for reason `rejected` on `d.queue`, written by the broker when a
+///   consumer of that queue rejected it onto a dead-letter exchange (broker-side retry
+///   through a TTL queue, with no letterbox header);
+/// - `x-delivery-count`, a quorum queue's count of earlier returns, which also counts
+///   deliveries lost to a consumer crash.
+///
+/// Malformed or negative values count as 0: a header is never trusted to be well formed.
+/// A crash of a consumer of a classic queue leaves no count anywhere (the broker only sets
+/// the redelivered flag), so such a delivery is not counted; see docs/retry-and-dead-letter.md.
+inline std::uint32_t attempts_before(const delivery& d) {
+    const field_table& h = d.msg.headers;
+    std::uint32_t n = 0;
+    if (const auto* v = h.find(headers::attempts))
+        if (auto i = v->as_integer())
+            n = std::max(n, detail::clamp_count(*i));
+    if (const auto* v = h.find(headers::x_delivery_count))
+        if (auto i = v->as_integer())
+            n = std::max(n, detail::clamp_count(*i));
+    if (const auto* v = h.find(headers::x_death))
+        if (const auto* deaths = v->get_if<field_array>())
+            for (const auto& entry : *deaths) {
+                const auto* t = entry.get_if<field_table>();
+                if (!t || t->get<std::string>(headers::x_death_field::reason) != "rejected" ||
+                    t->get<std::string>(headers::x_death_field::queue) != d.queue)
+                    continue;
+                if (const auto* c = t->find(headers::x_death_field::count))
+                    if (auto i = c->as_integer())
+                        n = std::max(n, detail::clamp_count(*i));
+            }
+    return n;
+}
+
+} // namespace letterbox::middleware

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/delivery_handler.hpp>
+#include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/middleware/detail/run_inner.hpp>
+#include <letterbox/middleware/disposition.hpp>
+#include <letterbox/middleware/handling.hpp>
+#include <letterbox/middleware/stage.hpp>
+
+#include <boost/uuid/uuid_io.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace letterbox::middleware {
+
+/// The delivery handler that `retry(policy)` makes of `Inner`. Copies share their counts.
+template <retry_policy Policy, detail::wrappable Inner>
+class retry_handler {
+public:
+    retry_handler(Policy policy, Inner inner)
+        : policy_(std::move(policy))
+        , inner_(std::move(inner))
+        , retried_(std::make_shared<std::atomic<std::uint64_t>>(0)) {}
+
+    disposition operator()(const handling& x) {
+        std::uint32_t run = x.run;
+        const std::string id = boost::uuids::to_string(x.d.msg.id);
+        // Bounded: each pass either returns or moves `run` towards the policy's maximum.
+        for (;;) {
+            auto r = detail::run_inner(inner_, handling{x.d, run});
+            if (!r.failed() || r.failure()->permanent)
+                return r;
+            handler_failure& f = *r.failure();
+            const auto decision = policy_.decide(
+                {.attempt = run, .error = f.error, .exception = f.exception, .message_id = id});
+            if (decision.what == retry_decision::action::give_up || run >= policy_.max_attempts()) {
+                f.permanent = decision.permanent;
+                f.reason = std::string(decision.permanent ? death_reason::permanent_failure
+                                                          : death_reason::retries_exhausted);
+                return r;
+            }
+            retried_->fetch_add(1, std::memory_order_relaxed);
+            if (decision.delay.count() > 0)
+                return disposition::retry_in(decision.delay, std::move(f));
+            ++run;
+        }
+    }
+
+    /// In-process retries so far (runs after the first), shared by copies.
+    std::uint64_t retried() const noexcept { return retried_->load(std::memory_order_relaxed); }
+    const Inner& inner() const noexcept { return inner_; }
+
+private:
+    Policy policy_;
+    Inner inner_;
+    std::shared_ptr<std::atomic<std::uint64_t>> retried_;
+};
+
+/// The `retry` layer: `layer(inner)` or `layer.wrap(inner)` gives a `retry_handler`.
+template <retry_policy Policy>
+class retry_layer {
+public:
+    static constexpr middleware::stage stage = middleware::stage::retry;
+
+    explicit retry_layer(Policy p)
+        : policy_(std::move(p)) {}
+
+    template <detail::wrappable Inner>
+    retry_handler<Policy, Inner> wrap(Inner inner) const {
+        return {policy_, std::move(inner)};
+    }
+    template <detail::wrappable Inner>
+    retry_handler<Policy, Inner> operator()(Inner inner) const {
+        return wrap(std::move(inner));
+    }
+
+    const Policy& policy() const noexcept { return policy_; }
+    /// The longest time one delivery can spend in this layer's delays.
+    std::chrono::milliseconds horizon() const { return policy_.horizon(); }
+
+private:
+    Policy policy_;
+};
+
+/// Immediate in-process retry, for short transient faults (a deadlock victim, a brief
+/// connection blip): runs the inner handler again, at most `policy.max_attempts()` times per
+/// delivery, while the policy says `retry`.
+///
+/// - A zero delay retries at once, inside the same call.
+/// - A positive delay returns `disposition::retry_in`: the consumer waits on its clock,
+///   **still holding the delivery and its prefetch slot**, then runs the pipeline again.
+///   That is why in-process retry is for short delays only; longer ones belong to
+///   `redelivery`, which holds nothing while it waits.
+/// - A permanent failure (the policy's classifier) is never retried; the failure goes out
+///   marked `permanent`, so the outer layers skip their retries too and dead-letter it.
+/// - When the policy gives up, the failure goes out with its reason
+///   (`death_reason::retries_exhausted` or `permanent_failure`); an outer `redelivery` may
+///   still retry it later through the broker.
+///
+/// Attempts here count per delivery and are not written anywhere: a crash restarts them, and
+/// the broker-level count (`redelivery`) is the one that survives.
+template <retry_policy Policy>
+retry_layer<Policy> retry(Policy policy) {
+    return retry_layer<Policy>(std::move(policy));
+}
+
+} // namespace letterbox::middleware
