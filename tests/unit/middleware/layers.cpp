@@ -5,12 +5,15 @@
 #include <letterbox/middleware/attempts_before.hpp>
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
+#include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
 
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/headers.hpp>
+#include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/retry/exponential.hpp>
 #include <letterbox/retry/fixed.hpp>
 #include <letterbox/retry/immediate.hpp>
@@ -354,6 +357,20 @@ TEST_CASE("compose refuses an inbox retention shorter than the redelivery horizo
     CHECK_THROWS_AS(mw::compose_in_order(remembering_handler{30min}, rd, rt), letterbox::error);
     CHECK_NOTHROW(mw::compose(remembering_handler{2h}, rd, rt));
     CHECK_NOTHROW(mw::compose(remembering_handler{1s})); // no redelivery, nothing to check
+}
+
+TEST_CASE("compose checks the retention declared on an idempotent handler",
+          "[middleware][compose][dedup_window]") {
+    letterbox::virtual_clock clock;
+    letterbox::in_memory_inbox_store inbox;
+    auto h = letterbox::idempotent(
+        [](const letterbox::message&, letterbox::in_memory_unit_of_work&) {}, inbox,
+        [] { return letterbox::in_memory_unit_of_work{}; }, "billing", clock);
+    CHECK_FALSE(h.retention());
+    auto rd = mw::redelivery(retry::fixed(1h, 25), billing_topology(), clock); // 24h horizon
+    CHECK_THROWS_WITH(mw::compose(h.with_retention(12h), mw::dead_letter({}, clock), rd),
+                      Catch::Contains("inbox retention 12h") && Catch::Contains("1d"));
+    CHECK_NOTHROW(mw::compose(h.with_retention(7 * 24h), mw::dead_letter({}, clock), rd));
 }
 
 TEST_CASE("compose_in_order keeps the given order", "[middleware][compose]") {

@@ -453,3 +453,50 @@ TEST_CASE("a replay interrupted between republish and remove loses nothing, and 
     CHECK(inbox.contains("billing", sent.id, ec));
     CHECK_FALSE(ec);
 }
+
+TEST_CASE("a message waiting in a retry queue survives a consumer restart, and declaring the "
+          "topology again changes nothing",
+          "[middleware][redelivery][restart]") {
+    world w;
+    const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {1min}};
+    int runs = 0;
+    std::vector<std::int64_t> seen_attempts;
+    auto handle = [&](const letterbox::message& m) {
+        const auto* a = m.headers.find(headers::attempts);
+        seen_attempts.push_back(a ? a->as_integer().value_or(-1) : 0);
+        if (++runs == 1)
+            throw std::runtime_error("payment gateway timeout");
+    };
+    auto pipeline = mw::compose(handle, mw::dead_letter({}, w.clock),
+                                mw::redelivery(retry::fixed(1min, 3), topo, w.clock));
+    {
+        letterbox::in_memory_transport t1(w.broker, "billing-1");
+        w.declare(t1, topo);
+        letterbox::consumer c1(t1, pipeline, w.clock, {.consume = {.queue = "billing"}});
+        w.start(c1);
+        w.publish(t1, "billing", "order-9");
+        REQUIRE(w.drive_until([&] { return c1.stats().redelivered == 1; }));
+        REQUIRE_FALSE(w.await([&](auto h) { t1.async_close(h); }));
+    } // the first process is gone while the message waits
+    CHECK(w.ready("billing.retry.60000ms") == 1);
+    CHECK(w.broker.total_unacked() == 0); // waiting holds no delivery anywhere
+
+    letterbox::in_memory_transport t2(w.broker, "billing-2");
+    w.declare(t2, topo); // every start declares again: idempotent
+    letterbox::consumer c2(t2, pipeline, w.clock, {.consume = {.queue = "billing"}});
+    w.start(c2);
+    const auto before = w.clock.now();
+    REQUIRE(w.drive_until([&] { return c2.stats().acked == 1; }));
+    CHECK(w.clock.now() - before <= 1min);
+    CHECK(seen_attempts == std::vector<std::int64_t>{0, 1});
+    CHECK(w.ready("billing.dlq") == 0);
+
+    // The same names with other arguments are refused, as RabbitMQ refuses them.
+    const letterbox::topology::retry_topology changed{
+        .queue = "billing",
+        .delays = {1min},
+        .rejects = letterbox::topology::rejects_go_to::dead_letter_queue};
+    CHECK(w.await([&](auto h) {
+        letterbox::topology::async_declare_all(t2, changed.queues(), h);
+    }) == errc::precondition_failed);
+}
