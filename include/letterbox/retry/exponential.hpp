@@ -4,7 +4,7 @@
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
-#include <letterbox/retry/detail/decide.hpp>
+#include <letterbox/retry/detail/jittered.hpp>
 #include <letterbox/retry/detail/saturating.hpp>
 #include <letterbox/retry/jitter.hpp>
 
@@ -12,8 +12,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <string_view>
-#include <utility>
 
 namespace letterbox::retry {
 
@@ -41,11 +39,18 @@ namespace letterbox::retry {
 /// of steps the schedule takes to reach `cap` (`log(cap / initial) / log(multiplier)`); the
 /// constructor computes `horizon()` once in `min(max_attempts, s)` steps.
 ///
+/// Builders, which return the policy itself on an lvalue and a new `exponential` on an
+/// rvalue: `with_jitter(j)` replaces the jitter (by default none; from `detail::jittered`, with
+/// `get_jitter()` and `delay(attempt, message_id)`, which is
+/// `apply(get_jitter(), base_delay(attempt), message_id, attempt)`); `with_classifier(c)`
+/// replaces the classifier (by default `classifier{}`; from `detail::classified`, the base of
+/// `detail::jittered`, with `get_classifier()`).
+///
 /// Example:
 ///
 ///     auto policy = retry::exponential(200ms, 2.0, 30s, 8).with_jitter(retry::jitter::full(1));
 ///     // up to 7 retries, after at most 200 ms, 400 ms, ..., 12.8 s
-class exponential {
+class exponential : public detail::jittered<exponential> {
 public:
     /// Waits `initial` after the first attempt, `multiplier` times longer after each further
     /// one, never more than `cap`; allows `max_attempts` attempts in all, the first included.
@@ -73,33 +78,9 @@ public:
         horizon_ = sum_of_base_delays();
     }
 
-    /// Replaces the jitter (by default none).
-    exponential& with_jitter(jitter j) & {
-        jitter_ = j;
-        return *this;
-    }
-    [[nodiscard]] exponential with_jitter(jitter j) && {
-        jitter_ = j;
-        return std::move(*this);
-    }
-
-    /// Replaces the classifier (by default `classifier{}`, the built-in rules only).
-    exponential& with_classifier(classifier c) & {
-        classifier_ = std::move(c);
-        return *this;
-    }
-    [[nodiscard]] exponential with_classifier(classifier c) && {
-        classifier_ = std::move(c);
-        return std::move(*this);
-    }
-
     /// Give up if the failure is permanent or the attempts ran out; otherwise retry after the
     /// (jittered) delay for `f.attempt`.
-    retry_decision decide(const attempt_failure& f) const {
-        return detail::decide(
-            classifier_, max_attempts_, f,
-            [this](std::uint32_t attempt, std::string_view id) { return delay(attempt, id); });
-    }
+    retry_decision decide(const attempt_failure& f) const { return decision(f); }
 
     /// The total number of attempts allowed, the first included.
     std::uint32_t max_attempts() const noexcept { return max_attempts_; }
@@ -125,18 +106,9 @@ public:
         return to_delay(d);
     }
 
-    /// The delay before the retry that follows attempt `attempt` of `message_id`, jitter
-    /// applied: `apply(get_jitter(), base_delay(attempt), message_id, attempt)`.
-    std::chrono::milliseconds delay(std::uint32_t attempt,
-                                    std::string_view message_id) const noexcept {
-        return apply(jitter_, base_delay(attempt), message_id, attempt);
-    }
-
     std::chrono::milliseconds initial() const noexcept { return initial_; }
     double multiplier() const noexcept { return multiplier_; }
     std::chrono::milliseconds cap() const noexcept { return cap_; }
-    const jitter& get_jitter() const noexcept { return jitter_; }
-    const classifier& get_classifier() const noexcept { return classifier_; }
 
 private:
     // A multiplier of 1, or an initial delay of 0, never grows: every base delay is `initial`.
@@ -183,8 +155,6 @@ private:
     std::chrono::milliseconds cap_;
     std::uint32_t max_attempts_;
     std::chrono::milliseconds horizon_{0};
-    jitter jitter_{};
-    classifier classifier_;
 };
 
 } // namespace letterbox::retry

@@ -4,14 +4,12 @@
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
-#include <letterbox/retry/detail/decide.hpp>
+#include <letterbox/retry/detail/jittered.hpp>
 #include <letterbox/retry/detail/saturating.hpp>
 #include <letterbox/retry/jitter.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <string_view>
-#include <utility>
 
 namespace letterbox::retry {
 
@@ -26,11 +24,18 @@ namespace letterbox::retry {
 /// `retry_after(delay(f.attempt, f.message_id))`, the fixed delay with the jitter applied
 /// (jitter only lowers it). `horizon()` is `delay * (max_attempts - 1)`, saturating.
 ///
+/// Builders, which return the policy itself on an lvalue and a new `fixed` on an rvalue:
+/// `with_jitter(j)` replaces the jitter (by default none; from `detail::jittered`, with
+/// `get_jitter()` and `delay(attempt, message_id)`, which is
+/// `apply(get_jitter(), base_delay(attempt), message_id, attempt)`); `with_classifier(c)`
+/// replaces the classifier (by default `classifier{}`; from `detail::classified`, the base of
+/// `detail::jittered`, with `get_classifier()`).
+///
 /// Example:
 ///
 ///     auto policy = retry::fixed(500ms, 4).with_jitter(retry::jitter::equal(7));
 ///     // up to 3 retries, each after 250 to 500 ms, the same for a given message id
-class fixed {
+class fixed : public detail::jittered<fixed> {
 public:
     /// Waits `delay` before each retry; allows `max_attempts` attempts in all, the first
     /// included.
@@ -46,33 +51,9 @@ public:
                                "attempt, the first included)");
     }
 
-    /// Replaces the jitter (by default none).
-    fixed& with_jitter(jitter j) & {
-        jitter_ = j;
-        return *this;
-    }
-    [[nodiscard]] fixed with_jitter(jitter j) && {
-        jitter_ = j;
-        return std::move(*this);
-    }
-
-    /// Replaces the classifier (by default `classifier{}`, the built-in rules only).
-    fixed& with_classifier(classifier c) & {
-        classifier_ = std::move(c);
-        return *this;
-    }
-    [[nodiscard]] fixed with_classifier(classifier c) && {
-        classifier_ = std::move(c);
-        return std::move(*this);
-    }
-
     /// Give up if the failure is permanent or the attempts ran out; otherwise retry after the
     /// (jittered) delay.
-    retry_decision decide(const attempt_failure& f) const {
-        return detail::decide(
-            classifier_, max_attempts_, f,
-            [this](std::uint32_t attempt, std::string_view id) { return delay(attempt, id); });
-    }
+    retry_decision decide(const attempt_failure& f) const { return decision(f); }
 
     /// The total number of attempts allowed, the first included.
     std::uint32_t max_attempts() const noexcept { return max_attempts_; }
@@ -83,21 +64,10 @@ public:
     /// The delay before the retry that follows attempt `attempt`, without jitter: the fixed
     /// delay, for any attempt.
     std::chrono::milliseconds base_delay(std::uint32_t) const noexcept { return delay_; }
-    /// The delay before the retry that follows attempt `attempt` of `message_id`, jitter
-    /// applied: `apply(get_jitter(), base_delay(attempt), message_id, attempt)`.
-    std::chrono::milliseconds delay(std::uint32_t attempt,
-                                    std::string_view message_id) const noexcept {
-        return apply(jitter_, base_delay(attempt), message_id, attempt);
-    }
-
-    const jitter& get_jitter() const noexcept { return jitter_; }
-    const classifier& get_classifier() const noexcept { return classifier_; }
 
 private:
     std::chrono::milliseconds delay_;
     std::uint32_t max_attempts_;
-    jitter jitter_{};
-    classifier classifier_;
 };
 
 } // namespace letterbox::retry

@@ -4,12 +4,11 @@
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
-#include <letterbox/retry/detail/decide.hpp>
+#include <letterbox/retry/detail/classified.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string_view>
-#include <utility>
 
 namespace letterbox::retry {
 
@@ -25,10 +24,14 @@ namespace letterbox::retry {
 /// `horizon()` is zero. Meant for short transient faults (a lock timeout, a dropped
 /// connection) retried in-process.
 ///
+/// Builder (from `detail::classified`): `with_classifier(c)` replaces the classifier, returning
+/// the policy itself on an lvalue and a new `immediate` on an rvalue; `get_classifier()` reads
+/// it.
+///
 /// Example:
 ///
 ///     auto policy = retry::immediate(3); // 3 runs at most: the first and 2 retries
-class immediate {
+class immediate : public detail::classified<immediate> {
 public:
     /// Allows `max_attempts` attempts in all, the first included.
     ///
@@ -40,20 +43,8 @@ public:
                                "every attempt, the first included)");
     }
 
-    /// Replaces the classifier (by default `classifier{}`, the built-in rules only).
-    immediate& with_classifier(classifier c) & {
-        classifier_ = std::move(c);
-        return *this;
-    }
-    [[nodiscard]] immediate with_classifier(classifier c) && {
-        classifier_ = std::move(c);
-        return std::move(*this);
-    }
-
     /// Give up if the failure is permanent or the attempts ran out; otherwise retry now.
-    retry_decision decide(const attempt_failure& f) const {
-        return detail::decide(classifier_, max_attempts_, f, delay_of);
-    }
+    retry_decision decide(const attempt_failure& f) const { return decision(f); }
 
     /// The total number of attempts allowed, the first included.
     std::uint32_t max_attempts() const noexcept { return max_attempts_; }
@@ -68,15 +59,8 @@ public:
         return std::chrono::milliseconds{0};
     }
 
-    const classifier& get_classifier() const noexcept { return classifier_; }
-
 private:
-    static std::chrono::milliseconds delay_of(std::uint32_t, std::string_view) noexcept {
-        return std::chrono::milliseconds{0};
-    }
-
     std::uint32_t max_attempts_;
-    classifier classifier_;
 };
 
 } // namespace letterbox::retry

@@ -3,12 +3,11 @@
 
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/retry/classifier.hpp>
-#include <letterbox/retry/detail/decide.hpp>
+#include <letterbox/retry/detail/classified.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string_view>
-#include <utility>
 
 namespace letterbox::retry {
 
@@ -19,30 +18,21 @@ namespace letterbox::retry {
 /// tells a poison message from a transient failure. `max_attempts()` is 1 and `horizon()` is
 /// zero.
 ///
+/// Builder (from `detail::classified`): `with_classifier(c)` replaces the classifier, returning
+/// the policy itself on an lvalue and a new `none` on an rvalue; `get_classifier()` reads it.
+///
 /// Example:
 ///
 ///     retry::none policy;                    // the handler runs once
 ///     auto strict = retry::none{}.with_classifier(
 ///         retry::classifier{}.permanent<std::invalid_argument>());
-class none {
+class none : public detail::classified<none> {
 public:
     none() = default;
 
-    /// Replaces the classifier (by default `classifier{}`, the built-in rules only).
-    none& with_classifier(classifier c) & {
-        classifier_ = std::move(c);
-        return *this;
-    }
-    [[nodiscard]] none with_classifier(classifier c) && {
-        classifier_ = std::move(c);
-        return std::move(*this);
-    }
-
     /// Give up: permanently if the classifier says so, otherwise because the one attempt ran
     /// out.
-    retry_decision decide(const attempt_failure& f) const {
-        return detail::decide(classifier_, max_attempts(), f, delay_of);
-    }
+    retry_decision decide(const attempt_failure& f) const { return decision(f); }
 
     /// 1: the first attempt is the only one.
     std::uint32_t max_attempts() const noexcept { return 1; }
@@ -56,15 +46,6 @@ public:
     std::chrono::milliseconds delay(std::uint32_t, std::string_view) const noexcept {
         return std::chrono::milliseconds{0};
     }
-
-    const classifier& get_classifier() const noexcept { return classifier_; }
-
-private:
-    static std::chrono::milliseconds delay_of(std::uint32_t, std::string_view) noexcept {
-        return std::chrono::milliseconds{0};
-    }
-
-    classifier classifier_;
 };
 
 } // namespace letterbox::retry

@@ -19,21 +19,8 @@
 
 namespace {
 
-namespace retry = letterbox::retry;
-using letterbox::attempt_failure;
-using letterbox::errc;
-using letterbox::retry_decision;
-using std::chrono::milliseconds;
+using namespace retry_test;
 using std::chrono::seconds;
-
-attempt_failure failure(std::uint32_t attempt, std::error_code ec = errc::timed_out,
-                        std::string_view id = "m-1") {
-    attempt_failure f;
-    f.attempt = attempt;
-    f.error = ec;
-    f.message_id = id;
-    return f;
-}
 
 std::vector<std::int64_t> base_schedule(const retry::exponential& p, std::uint32_t attempts) {
     std::vector<std::int64_t> out;

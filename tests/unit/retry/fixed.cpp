@@ -18,20 +18,7 @@
 
 namespace {
 
-namespace retry = letterbox::retry;
-using letterbox::attempt_failure;
-using letterbox::errc;
-using letterbox::retry_decision;
-using std::chrono::milliseconds;
-
-attempt_failure failure(std::uint32_t attempt, std::error_code ec = errc::timed_out,
-                        std::string_view id = "m-1") {
-    attempt_failure f;
-    f.attempt = attempt;
-    f.error = ec;
-    f.message_id = id;
-    return f;
-}
+using namespace retry_test;
 
 } // namespace
 

@@ -17,19 +17,7 @@
 
 namespace {
 
-namespace retry = letterbox::retry;
-using letterbox::attempt_failure;
-using letterbox::errc;
-using letterbox::retry_decision;
-using std::chrono::milliseconds;
-
-attempt_failure failure(std::uint32_t attempt, std::error_code ec = errc::timed_out) {
-    attempt_failure f;
-    f.attempt = attempt;
-    f.error = ec;
-    f.message_id = "m-1";
-    return f;
-}
+using namespace retry_test;
 
 // Runs a handler that always fails under policy `p` the way a retry loop would, and counts
 // the runs.

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: BSL-1.0
-// What the retry tests share: readable retry_decisions in Catch2's failure messages, and the
-// error code a constructor threw.
+// What the retry tests share: readable retry_decisions in Catch2's failure messages, the names
+// and the failed attempt the policy tests use (`using namespace retry_test;`), and the error
+// code a constructor threw.
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/retry/classifier.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace Catch {
@@ -24,6 +29,23 @@ struct StringMaker<letterbox::retry_decision> {
 } // namespace Catch
 
 namespace retry_test {
+
+namespace retry = letterbox::retry;
+using letterbox::attempt_failure;
+using letterbox::errc;
+using letterbox::retry_decision;
+using std::chrono::milliseconds;
+
+/// Attempt `attempt` of message `id` failed with the error code `ec` (transient by default) and
+/// no exception.
+inline attempt_failure failure(std::uint32_t attempt, std::error_code ec = errc::timed_out,
+                               std::string_view id = "m-1") {
+    attempt_failure f;
+    f.attempt = attempt;
+    f.error = ec;
+    f.message_id = id;
+    return f;
+}
 
 /// The code of the `letterbox::error` that `f()` throws, or an empty code if it throws none.
 template <class F>
