@@ -20,6 +20,7 @@
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include "support/simulation.hpp"
 #include "support/temp_directory.hpp"
 
 #include <catch2/catch.hpp>
@@ -50,34 +51,7 @@ inline constexpr const char* dead_letter_queue = "access.enrollments.dlq";
 inline constexpr const char* routing_key = "enrollment.confirmed";
 
 /// The broker and the clock, on one thread.
-struct world {
-    boost::asio::io_context io;
-    letterbox::virtual_clock clock;
-    letterbox::in_memory::broker broker{io.get_executor(), clock};
-
-    /// Runs ready handlers one at a time; when none is ready, moves virtual time to the next
-    /// deadline. Stops when `done()` holds (returns true) or after `max_steps` steps or when
-    /// nothing is left to run (returns false).
-    bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 2'000'000) {
-        for (std::size_t step = 0; step < max_steps; ++step) {
-            if (done())
-                return true;
-            io.restart();
-            if (io.poll_one() == 0 && !clock.advance_to_next())
-                return done();
-        }
-        return done();
-    }
-
-    /// Runs until `op`'s completion arrives; returns its error code.
-    template <class Op>
-    std::error_code await(Op op) {
-        std::optional<std::error_code> result;
-        op([&result](std::error_code ec) { result = ec; });
-        REQUIRE(drive_until([&] { return result.has_value(); }));
-        return *result;
-    }
-
+struct world : test_support::simulation {
     /// The topic exchange, the access service's queue bound to `enrollment.#`, and its
     /// dead-letter queue.
     void declare_topology() {

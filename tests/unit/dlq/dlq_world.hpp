@@ -18,6 +18,8 @@
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include "support/simulation.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -67,64 +69,11 @@ struct fault {
     std::string consumer_id = "billing";
 };
 
-struct world {
-    boost::asio::io_context io;
-    letterbox::virtual_clock clock;
-    letterbox::in_memory::broker broker{io.get_executor(), clock};
+struct world : test_support::simulation {
     letterbox::in_memory_transport transport{broker, "dlq-tests"};
     letterbox::message_id_generator ids{4242};
 
     world() { declare_topology(); }
-
-    /// Runs ready handlers one at a time; when none is ready, moves virtual time to the next
-    /// deadline. True when `done()` holds; false when nothing is left to run first (or after
-    /// `max_steps`).
-    bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 200'000) {
-        for (std::size_t step = 0; step < max_steps; ++step) {
-            if (done())
-                return true;
-            io.restart();
-            if (io.poll_one() == 0 && !clock.advance_to_next())
-                return done();
-        }
-        return done();
-    }
-
-    /// Runs everything ready now, then moves virtual time forward by `d`, firing what falls
-    /// due on the way (and running what that makes ready).
-    void run_for(std::chrono::nanoseconds d) {
-        const auto end = clock.now() + d;
-        for (int step = 0; step < 100'000; ++step) {
-            io.restart();
-            while (io.poll_one() != 0) {
-            }
-            const auto next = clock.next_deadline();
-            if (!next || *next > end)
-                break;
-            clock.advance_to(*next);
-        }
-        clock.advance_to(end);
-        io.restart();
-        while (io.poll_one() != 0) {
-        }
-    }
-
-    std::error_code await(const std::function<void(std::function<void(std::error_code)>)>& op) {
-        std::optional<std::error_code> result;
-        op([&result](std::error_code ec) { result = ec; });
-        REQUIRE(drive_until([&] { return result.has_value(); }));
-        return *result;
-    }
-
-    /// Starts `op` with a completion that stores its arguments, drives until it completes and
-    /// returns them.
-    template <class R, class Op>
-    std::pair<std::error_code, R> await2(Op op) {
-        std::optional<std::pair<std::error_code, R>> result;
-        op([&result](std::error_code ec, R r) { result.emplace(ec, std::move(r)); });
-        REQUIRE(drive_until([&] { return result.has_value(); }));
-        return std::move(*result);
-    }
 
     /// `work` (direct) -> `work.q` by `job`; `work.q` dead-letters to `work.dlq` through the
     /// default exchange.

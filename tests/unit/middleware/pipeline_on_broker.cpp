@@ -23,6 +23,8 @@
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include "support/simulation.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -48,30 +50,8 @@ namespace headers = letterbox::headers;
 namespace mw = letterbox::middleware;
 namespace retry = letterbox::retry;
 
-struct world {
-    boost::asio::io_context io;
-    letterbox::virtual_clock clock;
-    letterbox::in_memory::broker broker{io.get_executor(), clock};
+struct world : test_support::simulation {
     letterbox::message_id_generator ids{23};
-
-    bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 1'000'000) {
-        for (std::size_t step = 0; step < max_steps; ++step) {
-            if (done())
-                return true;
-            io.restart();
-            if (io.poll_one() == 0 && !clock.advance_to_next())
-                return done();
-        }
-        return done();
-    }
-
-    template <class Op>
-    std::error_code await(Op op) {
-        std::optional<std::error_code> result;
-        op([&result](std::error_code ec) { result = ec; });
-        REQUIRE(drive_until([&] { return result.has_value(); }));
-        return *result;
-    }
 
     void declare(letterbox::in_memory_transport& t,
                  const letterbox::topology::retry_topology& topo) {

@@ -9,6 +9,8 @@
 #include <letterbox/transport/in_memory/broker.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include "support/simulation.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -32,30 +34,7 @@ namespace {
 using letterbox::errc;
 
 /// A broker on a single-threaded io_context, driven until a condition holds.
-struct world {
-    boost::asio::io_context io;
-    letterbox::virtual_clock clock;
-    letterbox::in_memory::broker broker{io.get_executor(), clock};
-
-    /// Runs ready handlers until `done()` holds; false when nothing is left to run first.
-    bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 100'000) {
-        for (std::size_t step = 0; step < max_steps; ++step) {
-            if (done())
-                return true;
-            io.restart();
-            if (io.poll_one() == 0 && !clock.advance_to_next())
-                return done();
-        }
-        return done();
-    }
-
-    std::error_code await(const std::function<void(std::function<void(std::error_code)>)>& op) {
-        std::optional<std::error_code> result;
-        op([&result](std::error_code ec) { result = ec; });
-        REQUIRE(drive_until([&] { return result.has_value(); }));
-        return *result;
-    }
-
+struct world : test_support::simulation {
     std::pair<std::error_code, std::optional<letterbox::delivery>>
     get(letterbox::in_memory_transport& t, const std::string& queue) {
         std::optional<std::pair<std::error_code, std::optional<letterbox::delivery>>> result;
