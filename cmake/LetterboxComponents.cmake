@@ -11,9 +11,14 @@
 #     LINK     <targets...>                     what letterbox::<name> links besides the core
 #     EXTERNAL_INCLUDES <prefixes...>           third-party headers only this component may include
 #                                               (checked by tests/tools/check_dependency_direction.sh)
-#     [NEEDS_SERVICE]                           tests/examples using it need a running service:
-#                                               they get the ctest label `integration`
+#     [NEEDS_SERVICE]                           examples using it need a running service (a
+#                                               broker): they get the ctest label `integration`
 #     DESCRIPTION <text>)
+#
+# Tests never take a label from the components they use: a test's label is its folder's
+# (tests/CMakeLists.txt), so tests/unit/amqp/** stays `unit` and tests/property/amqp_* stays
+# `property` however the component is declared, and only tests/integration/ (or a test tagged
+# [integration]) is `integration`. A component's codec or parser needs no service to be tested.
 
 set(LETTERBOX_COMPONENTS "")
 
@@ -44,7 +49,7 @@ letterbox_declare_component(amqp
     LINK Threads::Threads
     EXTERNAL_INCLUDES openssl/
     NEEDS_SERVICE
-    DESCRIPTION "AMQP 0-9-1 transport on Boost.Asio; tests need a RabbitMQ broker")
+    DESCRIPTION "AMQP 0-9-1 transport on Boost.Asio; its integration tests and examples need a RabbitMQ broker")
 letterbox_declare_component(ops
     PACKAGES ""
     LINK ""
@@ -95,6 +100,7 @@ function(letterbox_components_usable out)
 endfunction()
 
 # letterbox_components_need_service(<out-var> <components...>): TRUE if any needs a service.
+# Used for examples only (examples/CMakeLists.txt); see NEEDS_SERVICE above.
 function(letterbox_components_need_service out)
     set(needs FALSE)
     foreach(name IN LISTS ARGN)

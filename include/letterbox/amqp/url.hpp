@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/error.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace letterbox::amqp {
+
+/// A parsed `amqp://` or `amqps://` URL (the RabbitMQ URI specification, with its query
+/// parameters):
+///
+///     amqp[s]://[user[:password]@]host[:port][/vhost][?key=value&...]
+///
+/// - The scheme decides TLS and the default port: `amqp` 5672, `amqps` 5671.
+/// - User, password, host and vhost are percent-decoded (`%2F` is `/`). User and password
+///   default to `guest`; the host to `localhost`; an IPv6 host is written in brackets.
+/// - The vhost is the path without its leading `/`. No path and an empty path (`.../`) both
+///   mean the default vhost `/`: the specification reads an empty path as the vhost named ""
+///   (which no broker has by default), but `amqp://host/` is how nearly everyone writes "the
+///   default vhost", as most clients read it. Write `%2F` for `/` explicitly.
+/// - Query parameters: `heartbeat` (seconds; 0 disables), `frame_max` (bytes; 0 or at least
+///   4096), `channel_max` (0 to 65535), `connection_timeout` (milliseconds). Any other key is
+///   refused, so that a typo does not silently fall back to a default.
+///
+/// Parsing never trusts its input: every number is range-checked, every `%` escape must be
+/// two hex digits, and an error says what is wrong without echoing the password.
+struct url {
+    bool tls = false;
+    std::string host = "localhost";
+    std::uint16_t port = 5672;
+    std::string user = "guest";
+    std::string password = "guest";
+    std::string vhost = "/";
+    std::optional<std::chrono::seconds> heartbeat{};
+    std::optional<std::uint32_t> frame_max{};
+    std::optional<std::uint16_t> channel_max{};
+    std::optional<std::chrono::milliseconds> connection_timeout{};
+
+    friend bool operator==(const url&, const url&) = default;
+
+    /// The URL with the password replaced by `***`: what logs and error messages may show.
+    std::string redacted() const;
+};
+
+/// Parses `text`; on failure returns `std::nullopt` and sets `why` (never containing the
+/// password).
+std::optional<url> try_parse_url(std::string_view text, std::string& why);
+
+/// Parses `text`; throws `letterbox::error` (`errc::invalid_argument`) with the reason.
+url parse_url(std::string_view text);
+
+namespace detail {
+
+inline int hex_value(char c) noexcept {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+inline std::optional<std::string> percent_decode(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '%') {
+            out += s[i];
+            continue;
+        }
+        if (i + 2 >= s.size())
+            return std::nullopt;
+        const int hi = hex_value(s[i + 1]);
+        const int lo = hex_value(s[i + 2]);
+        if (hi < 0 || lo < 0)
+            return std::nullopt;
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    return out;
+}
+
+template <class T>
+std::optional<T> parse_number(std::string_view s) {
+    T value{};
+    if (s.empty())
+        return std::nullopt;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc{} || end != s.data() + s.size())
+        return std::nullopt;
+    return value;
+}
+
+inline std::string percent_encode(std::string_view s) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : s) {
+        const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+        if (plain) {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += digits[c >> 4];
+            out += digits[c & 0xF];
+        }
+    }
+    return out;
+}
+
+} // namespace detail
+
+inline std::string url::redacted() const {
+    std::string out = tls ? "amqps://" : "amqp://";
+    out += detail::percent_encode(user) + ":***@";
+    out += host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    out += ":" + std::to_string(port) + "/" + detail::percent_encode(vhost);
+    return out;
+}
+
+inline std::optional<url> try_parse_url(std::string_view text, std::string& why) {
+    auto fail = [&](std::string reason) -> std::optional<url> {
+        why = "invalid AMQP URL: " + std::move(reason);
+        return std::nullopt;
+    };
+    url u;
+    std::string_view rest = text;
+    if (rest.starts_with("amqp://")) {
+        rest.remove_prefix(7);
+    } else if (rest.starts_with("amqps://")) {
+        rest.remove_prefix(8);
+        u.tls = true;
+        u.port = 5671;
+    } else {
+        return fail("the scheme must be amqp:// or amqps://");
+    }
+    std::string_view query;
+    if (auto q = rest.find('?'); q != std::string_view::npos) {
+        query = rest.substr(q + 1);
+        rest = rest.substr(0, q);
+    }
+    std::string_view path;
+    bool has_path = false;
+    if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+        path = rest.substr(slash + 1);
+        rest = rest.substr(0, slash);
+        has_path = true;
+    }
+    // rest = [userinfo@]host[:port]; the last '@' ends the userinfo (a password may not hold
+    // a raw '@', but be lenient about which one ends it).
+    if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+        std::string_view info = rest.substr(0, at);
+        rest = rest.substr(at + 1);
+        std::string_view user = info, password;
+        bool has_password = false;
+        if (auto colon = info.find(':'); colon != std::string_view::npos) {
+            user = info.substr(0, colon);
+            password = info.substr(colon + 1);
+            has_password = true;
+        }
+        auto du = detail::percent_decode(user);
+        if (!du)
+            return fail("bad percent-escape in the user name");
+        u.user = std::move(*du);
+        if (has_password) {
+            auto dp = detail::percent_decode(password);
+            if (!dp)
+                return fail("bad percent-escape in the password");
+            u.password = std::move(*dp);
+        }
+    }
+    std::string_view host = rest, port;
+    if (rest.starts_with('[')) {
+        auto close = rest.find(']');
+        if (close == std::string_view::npos)
+            return fail("an IPv6 host needs a closing ']'");
+        host = rest.substr(1, close - 1);
+        std::string_view after = rest.substr(close + 1);
+        if (!after.empty()) {
+            if (after.front() != ':')
+                return fail("unexpected text after the IPv6 host");
+            port = after.substr(1);
+            if (port.empty())
+                return fail("empty port");
+        }
+    } else if (auto colon = rest.rfind(':'); colon != std::string_view::npos) {
+        host = rest.substr(0, colon);
+        port = rest.substr(colon + 1);
+        if (port.empty())
+            return fail("empty port");
+    }
+    if (!host.empty()) {
+        auto dh = detail::percent_decode(host);
+        if (!dh)
+            return fail("bad percent-escape in the host");
+        u.host = std::move(*dh);
+    }
+    if (!port.empty()) {
+        auto p = detail::parse_number<std::uint16_t>(port);
+        if (!p || *p == 0)
+            return fail("the port must be a number from 1 to 65535");
+        u.port = *p;
+    }
+    if (has_path && !path.empty()) {
+        if (path.find('/') != std::string_view::npos)
+            return fail("the vhost is one path segment; write '/' inside it as %2F");
+        auto dv = detail::percent_decode(path);
+        if (!dv)
+            return fail("bad percent-escape in the vhost");
+        u.vhost = std::move(*dv);
+    }
+    while (!query.empty()) {
+        auto amp = query.find('&');
+        std::string_view pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        if (pair.empty())
+            continue;
+        auto eq = pair.find('=');
+        std::string_view key = pair.substr(0, eq);
+        std::string_view value =
+            eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+        if (key == "heartbeat") {
+            auto v = detail::parse_number<std::uint16_t>(value);
+            if (!v)
+                return fail("heartbeat must be a number of seconds from 0 to 65535");
+            u.heartbeat = std::chrono::seconds{*v};
+        } else if (key == "frame_max") {
+            auto v = detail::parse_number<std::uint32_t>(value);
+            if (!v || (*v != 0 && *v < 4096))
+                return fail("frame_max must be 0 or at least 4096 bytes");
+            u.frame_max = *v;
+        } else if (key == "channel_max") {
+            auto v = detail::parse_number<std::uint16_t>(value);
+            if (!v)
+                return fail("channel_max must be a number from 0 to 65535");
+            u.channel_max = *v;
+        } else if (key == "connection_timeout") {
+            auto v = detail::parse_number<std::uint32_t>(value);
+            if (!v || *v == 0)
+                return fail("connection_timeout must be a positive number of milliseconds");
+            u.connection_timeout = std::chrono::milliseconds{*v};
+        } else {
+            return fail("unknown query parameter '" + detail::percent_encode(key) +
+                        "' (known: heartbeat, frame_max, channel_max, connection_timeout)");
+        }
+    }
+    return u;
+}
+
+inline url parse_url(std::string_view text) {
+    std::string why;
+    if (auto u = try_parse_url(text, why))
+        return *u;
+    throw error(errc::invalid_argument, why);
+}
+
+} // namespace letterbox::amqp
