@@ -1,10 +1,12 @@
 # letterbox developer entry points. Everything goes through CMake; see README.md.
 #
 #   make deps          install the Debian packages in .ci/debian-packages.txt (apt-get)
-#   make test          ASan+UBSan Debug build in build/asan: all tests except `integration`;
-#                      and the ThreadSanitizer pass (make tsan)
-#   make asan          only the ASan+UBSan part of make test
-#   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads`
+#   make test          ASan+UBSan Debug build in build/asan: every test, `integration` included,
+#                      against a RabbitMQ that make test starts on 127.0.0.1 and always stops
+#                      (tests/tools/rabbitmq.sh, docs/testing-with-rabbitmq.md); and the
+#                      ThreadSanitizer pass (make tsan)
+#   make asan          only the ASan+UBSan part of make test (with its broker)
+#   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads` (with a broker)
 #   make demo          Release build in build/release, runs examples 02 (outbox), 01 (routing), 03 (poison)
 #   make bench         Release build with benchmarks, runs every bench_*
 #   make format        clang-format -i;  make format-check: fail on unformatted files
@@ -22,6 +24,10 @@ CTEST ?= ctest
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 PACKAGES_FILE := .ci/debian-packages.txt
+# While `make deps` installs packages, policy-rc.d exits 101 ("action forbidden"): no postinst
+# starts a service, in particular not rabbitmq-server's system broker, which would bind all
+# interfaces. A policy-rc.d that already exists is left alone; one made here is removed after.
+POLICY_RC_D := /usr/sbin/policy-rc.d
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 WARNINGS := -Wall -Wextra -Wpedantic -Werror
@@ -38,6 +44,17 @@ export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1
 
+# The broker of the `integration` tests: `$(WITH_BROKER) cmd` starts RabbitMQ on 127.0.0.1 (port
+# 5672, or the first free one up to 5699; LETTERBOX_RABBITMQ_PORT forces one), state and logs in
+# a mktemp directory, runs cmd with LETTERBOX_AMQP_URL exported, and stops the broker whatever cmd
+# returns (on failure it keeps the directory and prints where the logs are).
+WITH_BROKER := tests/tools/rabbitmq.sh run --
+# The amqp component is built once its headers exist: configuring with LETTERBOX_WITH_AMQP=ON
+# before include/letterbox/amqp/ exists is a FATAL_ERROR (CMakeLists.txt), and the umbrella
+# include/letterbox/amqp.hpp is needed by the umbrella checks. OFF (not just absent) otherwise, so
+# that a build directory configured ON earlier follows.
+AMQP_OPTION := -DLETTERBOX_WITH_AMQP=$(if $(and $(wildcard include/letterbox/amqp.hpp),$(wildcard include/letterbox/amqp/)),ON,OFF)
+
 FORMAT_DIRS := include tests examples benchmarks
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.ipp' \) 2>/dev/null | sort)
 
@@ -51,43 +68,50 @@ deps:
 	done < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$$/d' $(PACKAGES_FILE)); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 	    echo "make deps: installing $${missing[*]}"; \
+	    if [ ! -e $(POLICY_RC_D) ]; then \
+	        trap '$(SUDO) rm -f $(POLICY_RC_D)' EXIT; \
+	        printf '#!/bin/sh\n# make deps (letterbox): no service starts during apt-get install\nexit 101\n' \
+	            | $(SUDO) tee $(POLICY_RC_D) >/dev/null; \
+	        $(SUDO) chmod 755 $(POLICY_RC_D); \
+	    fi; \
 	    $(SUDO) apt-get update -qq; \
 	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$${missing[@]}"; \
 	fi
 
-# `make test`: the ASan+UBSan build runs every test except the `integration` label; the
-# ThreadSanitizer build (only the sources with [threads] tests) runs the `threads` label. Both
-# are built first; the full ASan ctest run goes last, so its summary is the last line printed.
+# `make test`: both builds first; then one broker for both test runs: the ThreadSanitizer build
+# (only the sources with [threads] tests) runs the `threads` label, the ASan+UBSan build runs every
+# test, `integration` included, with LETTERBOX_AMQP_URL naming the broker. The full ASan ctest run
+# goes last, so its summary is the last line of the tests. The broker stops after them, also when
+# a test fails or make is interrupted (rabbitmq.sh run traps EXIT, INT, TERM and HUP).
 test: deps asan-build tsan-build
-	$(run_tsan_tests)
-	$(run_asan_tests)
+	$(WITH_BROKER) $(SHELL) -c '$(run_tsan_tests) && $(run_asan_tests)'
 
 asan: deps asan-build
-	$(run_asan_tests)
+	$(WITH_BROKER) $(run_asan_tests)
 
 tsan: deps tsan-build
-	$(run_tsan_tests)
+	$(WITH_BROKER) $(run_tsan_tests)
 
 asan-build:
 	$(CMAKE) -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug \
-	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON \
+	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON $(AMQP_OPTION) \
 	    "-DCMAKE_CXX_FLAGS=$(ASAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
 	$(CMAKE) --build $(BUILD)/asan -j$(JOBS)
 
 tsan-build:
 	$(CMAKE) -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=Debug \
 	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_TEST_THREADS_ONLY=ON -DLETTERBOX_VERIFY_HEADERS=OFF \
-	    -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON \
+	    -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON $(AMQP_OPTION) \
 	    "-DCMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
 	$(CMAKE) --build $(BUILD)/tsan -j$(JOBS)
 
-run_asan_tests = $(CTEST) --test-dir $(BUILD)/asan --output-on-failure --no-tests=error -LE integration -j$(JOBS)
+run_asan_tests = $(CTEST) --test-dir $(BUILD)/asan --output-on-failure --no-tests=error -j$(JOBS)
 # --no-tests=ignore: no [threads] tests yet is not a failure.
 run_tsan_tests = $(CTEST) --test-dir $(BUILD)/tsan --output-on-failure --no-tests=ignore -L threads -j$(JOBS)
 
 release-configure: deps
 	$(CMAKE) -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release \
-	    -DLETTERBOX_BUILD_TESTS=OFF -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON \
+	    -DLETTERBOX_BUILD_TESTS=OFF -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON $(AMQP_OPTION) \
 	    $(RELEASE_ARGS)
 
 # The main job: the transactional outbox through a broker outage, then topic routing.

@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
+#
+# A throwaway RabbitMQ broker on 127.0.0.1 for letterbox's `integration` tests (issue 5, "Real
+# broker in the tests"). Works as root without systemd, and as any user once Debian's
+# rabbitmq-server is installed (`make deps`). Debian's /usr/sbin/rabbitmq-* wrappers `su` to the
+# rabbitmq user; this script runs the upstream scripts in /usr/lib/rabbitmq/bin directly, with
+# every piece of state in a fresh `mktemp -d` directory, so it never touches /var/lib/rabbitmq,
+# /etc/rabbitmq or a broker someone else runs.
+#
+# usage:
+#   rabbitmq.sh start [--env-file FILE]   start a broker and wait until it is up; prints
+#                                         LETTERBOX_AMQP_URL=amqp://guest:guest@127.0.0.1:<port>/
+#                                         LETTERBOX_RABBITMQ_DIR=<its state directory>
+#                                         on stdout (and writes the same lines to FILE)
+#   rabbitmq.sh stop [--keep] [DIR]       stop it (SIGTERM, bounded wait, then SIGKILL) and remove
+#                                         DIR, or keep DIR (and its logs) with --keep
+#   rabbitmq.sh status [DIR]              print its state; exit 0 if it runs, 1 if not
+#   rabbitmq.sh run -- COMMAND [ARG...]   start, run COMMAND with LETTERBOX_AMQP_URL exported, and
+#                                         always stop (also on failure and on INT/TERM/HUP); exits
+#                                         with COMMAND's status. DIR is kept when COMMAND fails.
+# DIR defaults to $LETTERBOX_RABBITMQ_DIR.  By hand:  export $(tests/tools/rabbitmq.sh start)
+#
+# Environment:
+#   LETTERBOX_RABBITMQ_PORT     AMQP port. Set: used as is, and `start` refuses (exit 1) if it is
+#                               busy. Unset: 5672 if free, else the first free port in 5673-5699
+#                               (a note on stderr), so that a broker someone else runs on 5672 is
+#                               neither reused nor disturbed.
+#   LETTERBOX_RABBITMQ_DIST_PORT  Erlang distribution port (default: AMQP port + 20000).
+#   LETTERBOX_RABBITMQ_START_TIMEOUT  seconds to wait for the broker (default 120)
+#   LETTERBOX_RABBITMQ_STOP_TIMEOUT   seconds to wait after SIGTERM before SIGKILL (default 30)
+#   TMPDIR                      where the state directory is made (default /tmp)
+#   LETTERBOX_RABBITMQ_BIN      the upstream scripts (default /usr/lib/rabbitmq/bin, Debian's)
+#
+# State directory (letterbox-rabbitmq.XXXXXX): state (what stop/status read), home/ (HOME: the
+# Erlang cookie the server and the CLI share), rabbitmq.conf, rabbitmq-env.conf (empty: the
+# system's /etc/rabbitmq/rabbitmq-env.conf is not read), enabled_plugins ([] : no management
+# listener), mnesia/, log/rabbit.log (the broker's log), log/stdout.log (its console),
+# erl_crash.dump (if the VM crashes).
+set -euo pipefail
+
+readonly RMQ_BIN=${LETTERBOX_RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}
+readonly DEFAULT_PORT=5672
+readonly FALLBACK_PORTS_LAST=5699
+readonly LOOPBACK=127.0.0.1
+readonly STATE_PREFIX=letterbox-rabbitmq.
+
+say() { echo "rabbitmq.sh: $*" >&2; }
+die() {
+    say "$*"
+    exit 1
+}
+
+usage() {
+    sed -n '11,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+# port_busy PORT: something accepts TCP connections on 127.0.0.1:PORT (a listener on 0.0.0.0 or
+# [::] included). Bounded: a connection to loopback is refused or accepted at once; 2 s at most.
+port_busy() {
+    timeout 2 bash -c "exec 3<>/dev/tcp/$LOOPBACK/$1" 2>/dev/null
+}
+
+# proc_start_time PID: the process's start time (field 22 of /proc/PID/stat), empty if gone.
+proc_start_time() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+    stat=${stat##*) } # the command name may hold spaces and parentheses
+    # shellcheck disable=SC2086
+    set -- $stat
+    # after the name: state ppid pgrp ... starttime is the 20th of these fields
+    echo "${20:-}"
+}
+
+# alive PID [START_TIME]: the process exists, is not a zombie and (if given) started at
+# START_TIME, i.e. the pid was not reused by an unrelated process since we recorded it.
+alive() {
+    local pid=$1 want=${2:-} stat state
+    is_uint "$pid" || return 1
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    state=${stat%% *}
+    [ "$state" != Z ] && [ "$state" != X ] || return 1
+    [ -z "$want" ] || [ "$(proc_start_time "$pid")" = "$want" ]
+}
+
+# The environment of every rabbitmq-server / CLI call for the broker in $dir on $port.
+rmq_env() {
+    local dir=$1 port=$2 dist_port=$3 node=$4
+    RMQ_ENV=(env
+        HOME="$dir/home"
+        RABBITMQ_CONF_ENV_FILE="$dir/rabbitmq-env.conf"
+        RABBITMQ_CONFIG_FILE="$dir/rabbitmq.conf"
+        RABBITMQ_ADVANCED_CONFIG_FILE="$dir/advanced.config"
+        RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins"
+        RABBITMQ_NODENAME="$node"
+        RABBITMQ_NODE_IP_ADDRESS="$LOOPBACK"
+        RABBITMQ_NODE_PORT="$port"
+        RABBITMQ_DIST_PORT="$dist_port"
+        ERL_EPMD_ADDRESS="$LOOPBACK"
+        RABBITMQ_MNESIA_BASE="$dir/mnesia"
+        RABBITMQ_PLUGINS_EXPAND_DIR="$dir/plugins-expand"
+        RABBITMQ_PID_FILE="$dir/rabbitmq.pid"
+        RABBITMQ_LOG_BASE="$dir/log"
+        RABBITMQ_LOGS="$dir/log/rabbit.log"
+        ERL_CRASH_DUMP="$dir/erl_crash.dump"
+        "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}"
+        "RABBITMQ_CTL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}")
+}
+
+log_tail() {
+    local dir=$1 f
+    for f in "$dir/log/stdout.log" "$dir/log/rabbit.log"; do
+        [ -s "$f" ] || continue
+        echo "---- last lines of $f" >&2
+        tail -n 30 "$f" >&2
+    done
+}
+
+require_server() {
+    [ -x "$RMQ_BIN/rabbitmq-server" ] && return 0
+    if [ "$(id -u)" -eq 0 ]; then
+        die "rabbitmq-server is not installed ($RMQ_BIN/rabbitmq-server is missing). Run 'make deps'" \
+            "(it installs .ci/debian-packages.txt, rabbitmq-server included, without starting the" \
+            "system broker)."
+    fi
+    die "rabbitmq-server is not installed ($RMQ_BIN/rabbitmq-server is missing) and you are not" \
+        "root, so it cannot be installed here. Run 'make deps' with sudo rights, or ask an" \
+        "administrator for 'apt-get install --no-install-recommends rabbitmq-server' (with" \
+        "/usr/sbin/policy-rc.d exiting 101, so the system broker is not started on all interfaces)."
+}
+
+choose_port() {
+    local p
+    if [ -n "${LETTERBOX_RABBITMQ_PORT:-}" ]; then
+        p=$LETTERBOX_RABBITMQ_PORT
+        is_uint "$p" && [ "$p" -ge 1 ] && [ "$p" -le 65535 ] ||
+            die "LETTERBOX_RABBITMQ_PORT='$p' is not a port number"
+        if port_busy "$p"; then
+            die "port $LOOPBACK:$p (LETTERBOX_RABBITMQ_PORT) is busy: another broker or program" \
+                "listens there. Stop it, or pick another port (or unset LETTERBOX_RABBITMQ_PORT" \
+                "to let this script choose a free one)."
+        fi
+        echo "$p"
+        return
+    fi
+    for ((p = DEFAULT_PORT; p <= FALLBACK_PORTS_LAST; ++p)); do
+        if ! port_busy "$p" && ! port_busy $((p + 20000)); then
+            [ "$p" -eq "$DEFAULT_PORT" ] ||
+                say "port $DEFAULT_PORT is busy (someone else's broker?); using $p instead"
+            echo "$p"
+            return
+        fi
+    done
+    die "ports $DEFAULT_PORT-$FALLBACK_PORTS_LAST on $LOOPBACK are all busy; set LETTERBOX_RABBITMQ_PORT"
+}
+
+cmd_start() {
+    local env_file=""
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --env-file)
+            [ $# -ge 2 ] || usage
+            env_file=$2
+            shift 2
+            ;;
+        *) usage ;;
+        esac
+    done
+    require_server
+    command -v timeout >/dev/null || die "timeout(1) (coreutils) is missing"
+
+    local start_timeout=${LETTERBOX_RABBITMQ_START_TIMEOUT:-120}
+    is_uint "$start_timeout" || die "LETTERBOX_RABBITMQ_START_TIMEOUT must be a number of seconds"
+
+    local port dist_port
+    port=$(choose_port)
+    dist_port=${LETTERBOX_RABBITMQ_DIST_PORT:-$((port + 20000))}
+    is_uint "$dist_port" && [ "$dist_port" -le 65535 ] ||
+        die "distribution port '$dist_port' is not a port number (set LETTERBOX_RABBITMQ_DIST_PORT)"
+    if port_busy "$dist_port"; then
+        die "Erlang distribution port $LOOPBACK:$dist_port is busy; set LETTERBOX_RABBITMQ_DIST_PORT"
+    fi
+
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/${STATE_PREFIX}XXXXXX")
+    mkdir -p "$dir/home" "$dir/log" "$dir/mnesia"
+    : >"$dir/rabbitmq-env.conf"
+    echo '[].' >"$dir/enabled_plugins"
+    # Env vars already bind AMQP to 127.0.0.1; the file makes it explicit and keeps the system's
+    # /etc/rabbitmq/rabbitmq.conf out.
+    cat >"$dir/rabbitmq.conf" <<EOF
+listeners.tcp.1 = $LOOPBACK:$port
+loopback_users.guest = true
+log.file.level = info
+EOF
+    local node="letterbox-$port@localhost"
+    local url="amqp://guest:guest@$LOOPBACK:$port/"
+    rmq_env "$dir" "$port" "$dist_port" "$node"
+
+    # Started from inside the directory (Erlang writes nothing into the caller's cwd), with no
+    # terminal and no inherited stdout: `$(rabbitmq.sh start)` returns once the broker is up.
+    (cd "$dir" && exec "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmq-server" \
+        </dev/null >"$dir/log/stdout.log" 2>&1) &
+    local pid=$!
+    local started
+    started=$(proc_start_time "$pid")
+    {
+        echo "pid=$pid"
+        echo "pid_start_time=$started"
+        echo "port=$port"
+        echo "dist_port=$dist_port"
+        echo "node=$node"
+        echo "url=$url"
+    } >"$dir/state"
+    say "starting RabbitMQ (pid $pid, node $node) on $LOOPBACK:$port, state in $dir"
+
+    # Up = our process is alive AND the port answers AND the CLI reaches our node by name (an open
+    # port alone could be someone else's listener). Bounded by start_timeout.
+    local deadline=$((SECONDS + start_timeout)) up=0
+    while [ $SECONDS -lt $deadline ]; do
+        if ! alive "$pid" "$started"; then
+            say "RabbitMQ (pid $pid) exited during startup"
+            log_tail "$dir"
+            die "RabbitMQ did not start; its state and logs are kept in $dir"
+        fi
+        if port_busy "$port" &&
+            timeout 20 "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmq-diagnostics" -q check_running </dev/null \
+                >>"$dir/log/cli.log" 2>&1; then
+            up=1
+            break
+        fi
+        sleep 0.25
+    done
+    if [ $up -ne 1 ]; then
+        say "RabbitMQ (pid $pid) did not come up on $LOOPBACK:$port within ${start_timeout}s"
+        log_tail "$dir"
+        LETTERBOX_RABBITMQ_STOP_TIMEOUT=${LETTERBOX_RABBITMQ_STOP_TIMEOUT:-10} cmd_stop --keep "$dir" || true
+        die "RabbitMQ did not start; its state and logs are kept in $dir"
+    fi
+    say "RabbitMQ is up after $((SECONDS - deadline + start_timeout))s: $url"
+
+    local lines="LETTERBOX_AMQP_URL=$url"$'\n'"LETTERBOX_RABBITMQ_DIR=$dir"
+    if [ -n "$env_file" ]; then
+        printf '%s\n' "$lines" >"$env_file"
+    fi
+    printf '%s\n' "$lines"
+}
+
+# load_state DIR: reads DIR/state into pid, pid_start_time, port, dist_port, node, url.
+load_state() {
+    local dir=$1 key value
+    [ -n "$dir" ] || die "no state directory: pass it, or set LETTERBOX_RABBITMQ_DIR"
+    [ -f "$dir/state" ] || die "$dir is not a rabbitmq.sh state directory (no $dir/state)"
+    pid="" pid_start_time="" port="" dist_port="" node="" url=""
+    while IFS='=' read -r key value; do
+        case $key in
+        pid | pid_start_time | port | dist_port | node | url) printf -v "$key" '%s' "$value" ;;
+        esac
+    done <"$dir/state"
+}
+
+# wait_gone PID START_TIME SECONDS: 0 once the process is gone, 1 if it outlived the bound.
+wait_gone() {
+    local deadline=$((SECONDS + $3))
+    while alive "$1" "$2"; do
+        [ $SECONDS -lt $deadline ] || return 1
+        sleep 0.1
+    done
+}
+
+# The Erlang VM's own pid (written by RabbitMQ), if that process still runs beam.
+beam_pid() {
+    local dir=$1 p
+    p=$(cat "$dir/rabbitmq.pid" 2>/dev/null || true)
+    is_uint "$p" || return 0
+    grep -q beam "/proc/$p/cmdline" 2>/dev/null || return 0
+    grep -qF -- "$dir" "/proc/$p/cmdline" 2>/dev/null || return 0 # ours: its args name $dir
+    echo "$p"
+}
+
+cmd_stop() {
+    local keep=0 dir=""
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --keep) keep=1 ;;
+        -*) usage ;;
+        *) dir=$1 ;;
+        esac
+        shift
+    done
+    dir=${dir:-${LETTERBOX_RABBITMQ_DIR:-}}
+    local pid pid_start_time port dist_port node url
+    load_state "$dir"
+    local stop_timeout=${LETTERBOX_RABBITMQ_STOP_TIMEOUT:-30}
+    is_uint "$stop_timeout" || die "LETTERBOX_RABBITMQ_STOP_TIMEOUT must be a number of seconds"
+
+    local beam
+    beam=$(beam_pid "$dir")
+    if alive "$pid" "$pid_start_time"; then
+        say "stopping RabbitMQ (pid $pid, $LOOPBACK:$port)"
+        # The start script traps TERM and stops the VM cleanly (rabbit shuts down, then exits).
+        kill -TERM "$pid" 2>/dev/null || true
+        if ! wait_gone "$pid" "$pid_start_time" "$stop_timeout"; then
+            say "RabbitMQ (pid $pid) still runs ${stop_timeout}s after SIGTERM: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_gone "$pid" "$pid_start_time" 5 || say "pid $pid survived SIGKILL"
+        fi
+    else
+        say "RabbitMQ (pid $pid) is not running"
+    fi
+    # The VM outlives its start script only if the script was killed: stop the VM too.
+    if [ -n "$beam" ] && alive "$beam"; then
+        local beam_started
+        beam_started=$(proc_start_time "$beam")
+        kill -TERM "$beam" 2>/dev/null || true
+        if ! wait_gone "$beam" "$beam_started" "$stop_timeout"; then
+            say "Erlang VM (pid $beam) still runs after SIGTERM: SIGKILL"
+            kill -KILL "$beam" 2>/dev/null || true
+            wait_gone "$beam" "$beam_started" 5 || say "pid $beam survived SIGKILL"
+        fi
+    fi
+    # epmd refuses -kill while any node is registered, so this never takes epmd away from another
+    # Erlang node (someone else's broker); it only ends the one our node started, once unused.
+    ERL_EPMD_ADDRESS=$LOOPBACK timeout 5 epmd -kill </dev/null >/dev/null 2>&1 || true
+
+    if port_busy "$port"; then
+        say "warning: $LOOPBACK:$port still accepts connections after the stop (another listener?)"
+    fi
+    if [ $keep -eq 1 ]; then
+        say "state and logs kept in $dir (broker log: $dir/log/rabbit.log)"
+    elif [[ $(basename "$dir") == "$STATE_PREFIX"* ]]; then
+        rm -rf -- "$dir"
+    else
+        say "not removing $dir: not made by rabbitmq.sh start"
+    fi
+}
+
+cmd_status() {
+    local dir=${1:-${LETTERBOX_RABBITMQ_DIR:-}}
+    local pid pid_start_time port dist_port node url
+    load_state "$dir"
+    echo "dir=$dir"
+    echo "node=$node pid=$pid port=$port dist_port=$dist_port"
+    echo "url=$url"
+    if alive "$pid" "$pid_start_time"; then
+        if port_busy "$port"; then
+            echo "status=running"
+            return 0
+        fi
+        echo "status=starting-or-stopping (process alive, port closed)"
+        return 1
+    fi
+    echo "status=stopped"
+    return 1
+}
+
+run_on_exit() {
+    local rc=$1
+    trap - EXIT HUP INT TERM
+    if [ -n "${LETTERBOX_RABBITMQ_DIR:-}" ]; then
+        if [ "$rc" -eq 0 ]; then
+            cmd_stop "$LETTERBOX_RABBITMQ_DIR"
+        else
+            cmd_stop --keep "$LETTERBOX_RABBITMQ_DIR"
+        fi
+    fi
+    # The broker's start script is our child (started in this shell): reap it.
+    [ -z "${run_broker_pid:-}" ] || wait "$run_broker_pid" 2>/dev/null || true
+    exit "$rc"
+}
+
+# run_signal SIG: forward SIG to the command (Ctrl-C already reached it via the terminal; a
+# second INT is harmless) and remember it, so that run exits 128+signal once the command ends.
+run_signal() {
+    run_caught=$1
+    [ -z "${run_child:-}" ] || kill -"$1" "$run_child" 2>/dev/null || true
+}
+
+cmd_run() {
+    [ "${1:-}" = "--" ] && shift
+    [ $# -gt 0 ] || usage
+    # Always stop, whatever ends the command: its exit status, or a signal to this script. A
+    # signal during the start is remembered; the start finishes (bounded), then run stops it.
+    run_caught=""
+    run_child=""
+    unset LETTERBOX_RABBITMQ_DIR
+    trap 'run_on_exit $?' EXIT
+    trap 'run_signal HUP' HUP
+    trap 'run_signal INT' INT
+    trap 'run_signal TERM' TERM
+    local env_file line
+    env_file=$(mktemp "${TMPDIR:-/tmp}/letterbox-rabbitmq-env.XXXXXX")
+    # In this shell, not in $(...): the broker stays our child, so we can reap it after stopping.
+    if ! cmd_start --env-file "$env_file" >/dev/null; then
+        rm -f "$env_file"
+        exit 1
+    fi
+    while IFS= read -r line; do
+        export "${line?}"
+    done <"$env_file"
+    rm -f "$env_file"
+    run_broker_pid=$(sed -n 's/^pid=//p' "$LETTERBOX_RABBITMQ_DIR/state")
+    if [ -n "$run_caught" ]; then
+        say "caught SIG$run_caught while starting: not running $*"
+        exit 1
+    fi
+    say "running with LETTERBOX_AMQP_URL=$LETTERBOX_AMQP_URL: $*"
+    # In the background, so that a signal to this script runs its trap at once (bash defers traps
+    # until a foreground command ends); with INT and QUIT at their defaults again (bash ignores
+    # them in background commands) and our stdin, so that the command behaves as in the foreground.
+    (
+        trap - INT QUIT
+        exec "$@"
+    ) <&0 &
+    run_child=$!
+    local rc=0 tries
+    for ((tries = 0; tries < 1000; ++tries)); do # each turn but the last is one caught signal
+        rc=0
+        wait "$run_child" || rc=$?
+        kill -0 "$run_child" 2>/dev/null || break # it ended (wait reaped it)
+    done
+    case $run_caught in
+    HUP) exit 129 ;;
+    INT) exit 130 ;;
+    TERM) exit 143 ;;
+    esac
+    exit "$rc"
+}
+
+[ $# -ge 1 ] || usage
+command=$1
+shift
+case $command in
+start) cmd_start "$@" ;;
+stop) cmd_stop "$@" ;;
+status) cmd_status "$@" ;;
+run) cmd_run "$@" ;;
+-h | --help | help) usage ;;
+*) usage ;;
+esac
