@@ -198,6 +198,42 @@ inline bool is_store_error(std::error_code ec) noexcept {
     return ec.category() == error_category() && ec.value() >= 400 && ec.value() < 500;
 }
 
+/// Whether an operation failed (`ec` is an error) because of the way to the broker rather than
+/// because of the message it carried: a lost or closed connection or channel, an unknown
+/// outcome, a timeout, an AMQP connection-level ("hard") error, or any error outside
+/// letterbox's category (sockets, TLS). Everything else (a return, a nack, a channel-level
+/// refusal such as 404 or 406, a payload error) is the message's own failure. The outbox relay
+/// backs off on these instead of counting a row's attempt; a dead-letter scan stops on them
+/// (what it held has gone back to the queue).
+inline bool is_transport_failure(const std::error_code& ec) noexcept {
+    if (!ec)
+        return false;
+    if (ec.category() != error_category())
+        return true;
+    switch (static_cast<errc>(ec.value())) {
+    case errc::connection_forced:
+    case errc::invalid_path:
+    case errc::frame_error:
+    case errc::syntax_error:
+    case errc::command_invalid:
+    case errc::channel_error:
+    case errc::unexpected_frame:
+    case errc::resource_error:
+    case errc::not_allowed:
+    case errc::not_implemented:
+    case errc::internal_error:
+    case errc::channel_closed:
+    case errc::connection_closed:
+    case errc::outcome_unknown:
+    case errc::consumer_cancelled:
+    case errc::timed_out:
+    case errc::closed:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /// The AMQP 0-9-1 reply code for a protocol error, or 0 when `e` is not one.
 inline constexpr int amqp_reply_code(errc e) noexcept {
     switch (e) {

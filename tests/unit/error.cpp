@@ -51,3 +51,16 @@ TEST_CASE("store errors have distinct codes and say what happened", "[error]") {
     CHECK_FALSE(is_store_error(std::make_error_code(std::errc::io_error)));
     CHECK(std::error_code(errc::store_busy) != std::error_code(errc::store_full));
 }
+
+TEST_CASE("is_transport_failure separates the way to the broker from the message", "[error]") {
+    using letterbox::errc;
+    using letterbox::is_transport_failure;
+    CHECK_FALSE(is_transport_failure({}));
+    for (auto e : {errc::connection_forced, errc::channel_closed, errc::connection_closed,
+                   errc::outcome_unknown, errc::timed_out, errc::closed, errc::frame_error})
+        CHECK(is_transport_failure(make_error_code(e)));
+    for (auto e : {errc::no_route, errc::publish_nacked, errc::not_found, errc::precondition_failed,
+                   errc::payload_malformed, errc::store_busy})
+        CHECK_FALSE(is_transport_failure(make_error_code(e)));
+    CHECK(is_transport_failure(std::make_error_code(std::errc::connection_refused)));
+}

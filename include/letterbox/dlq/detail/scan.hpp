@@ -31,27 +31,6 @@ namespace letterbox::dlq::detail {
 /// What a scan does with each message it fetches.
 enum class scan_kind { browse, export_lines, purge, replay };
 
-/// Whether a failed publish or settle says the way to the broker failed (the connection or
-/// channel is gone, the outcome is unknown) rather than that this message was refused. After
-/// such a failure what the scan holds has gone back to the queue, so the scan stops.
-inline bool is_connection_failure(const std::error_code& ec) noexcept {
-    if (!ec)
-        return false;
-    if (ec.category() != error_category())
-        return true;
-    switch (static_cast<errc>(ec.value())) {
-    case errc::connection_forced:
-    case errc::channel_closed:
-    case errc::connection_closed:
-    case errc::outcome_unknown:
-    case errc::timed_out:
-    case errc::closed:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /// One dead-letter operation: measures the queue's depth, then gets at most that many
 /// messages (and at most `max_messages`) one at a time with manual acknowledgement, and
 /// deals with each as its kind says. What it does not remove it holds unacknowledged, so the
@@ -204,7 +183,7 @@ private:
             fail(current_entry_.id, ec);
             held_.push_back(std::move(*current_));
             current_.reset();
-            if (is_connection_failure(ec)) {
+            if (letterbox::is_transport_failure(ec)) {
                 error_ = ec;
                 return release();
             }

@@ -66,40 +66,6 @@ struct relay_counter_cells {
     }
 };
 
-/// Whether a publish failed (`ec` is an error) because of the way to the broker rather than
-/// because of the message: a lost or closed connection or channel, an unknown outcome, a
-/// timeout, an AMQP connection-level ("hard") error, or any error outside letterbox's category
-/// (sockets, TLS). Everything else (a return, a nack, a channel-level refusal such as 404 or
-/// 406, a payload error) is the row's failure.
-inline bool is_transport_failure(const std::error_code& ec) noexcept {
-    if (!ec)
-        return false;
-    if (ec.category() != error_category())
-        return true;
-    switch (static_cast<errc>(ec.value())) {
-    case errc::connection_forced:
-    case errc::invalid_path:
-    case errc::frame_error:
-    case errc::syntax_error:
-    case errc::command_invalid:
-    case errc::channel_error:
-    case errc::unexpected_frame:
-    case errc::resource_error:
-    case errc::not_allowed:
-    case errc::not_implemented:
-    case errc::internal_error:
-    case errc::channel_closed:
-    case errc::connection_closed:
-    case errc::outcome_unknown:
-    case errc::consumer_cancelled:
-    case errc::timed_out:
-    case errc::closed:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /// The text recorded as a failed row's `last_error` (and as its reason when it is parked).
 inline std::string failure_reason(const std::error_code& ec) {
     return "publish failed: " + ec.message() + " (" + ec.category().name() + ":" +

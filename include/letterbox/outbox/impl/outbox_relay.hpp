@@ -213,7 +213,7 @@ private:
         in_flight_.erase(it);
         cells_.set_in_flight(in_flight_.size());
 
-        if (is_transport_failure(ec)) {
+        if (letterbox::is_transport_failure(ec)) {
             cells_.add(cells_.transport_failures);
             if (phase_ == phase::stopping) {
                 cells_.add(cells_.abandoned);
