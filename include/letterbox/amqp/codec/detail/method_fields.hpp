@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <type_traits>
+
 #include <letterbox/amqp/codec/methods/basic.hpp>
 #include <letterbox/amqp/codec/methods/channel.hpp>
 #include <letterbox/amqp/codec/methods/confirm.hpp>
@@ -15,7 +17,13 @@ namespace letterbox::amqp::codec::detail {
 /// reads (method_fields<T>::apply(visitor, m) with `m` const for writing). Consecutive `bit`s
 /// share octets; the visitors do the packing. Reserved arguments are visited as `reserved_*`.
 template <class Method>
-struct method_fields;
+struct method_fields {
+    // Methods without arguments need no specialisation; one with arguments that lacks its
+    // specialisation fails here instead of encoding nothing.
+    static_assert(std::is_empty_v<Method>, "method_fields: this method has arguments to list");
+    template <class Visitor, class M>
+    static void apply(Visitor&, M&) {}
+};
 
 template <>
 struct method_fields<connection_start> {
@@ -97,21 +105,11 @@ struct method_fields<connection_close> {
     }
 };
 template <>
-struct method_fields<connection_close_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
 struct method_fields<connection_blocked> {
     template <class Visitor, class M>
     static void apply(Visitor& v, M& m) {
         v.shortstr(m.reason);
     }
-};
-template <>
-struct method_fields<connection_unblocked> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
 };
 template <>
 struct method_fields<channel_open> {
@@ -152,11 +150,6 @@ struct method_fields<channel_close> {
     }
 };
 template <>
-struct method_fields<channel_close_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
 struct method_fields<exchange_declare> {
     template <class Visitor, class M>
     static void apply(Visitor& v, M& m) {
@@ -172,11 +165,6 @@ struct method_fields<exchange_declare> {
     }
 };
 template <>
-struct method_fields<exchange_declare_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
 struct method_fields<exchange_delete> {
     template <class Visitor, class M>
     static void apply(Visitor& v, M& m) {
@@ -185,11 +173,6 @@ struct method_fields<exchange_delete> {
         v.bit(m.if_unused);
         v.bit(m.no_wait);
     }
-};
-template <>
-struct method_fields<exchange_delete_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
 };
 template <>
 struct method_fields<exchange_bind> {
@@ -204,11 +187,6 @@ struct method_fields<exchange_bind> {
     }
 };
 template <>
-struct method_fields<exchange_bind_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
 struct method_fields<exchange_unbind> {
     template <class Visitor, class M>
     static void apply(Visitor& v, M& m) {
@@ -219,11 +197,6 @@ struct method_fields<exchange_unbind> {
         v.bit(m.no_wait);
         v.table(m.arguments);
     }
-};
-template <>
-struct method_fields<exchange_unbind_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
 };
 template <>
 struct method_fields<queue_declare> {
@@ -259,11 +232,6 @@ struct method_fields<queue_bind> {
         v.bit(m.no_wait);
         v.table(m.arguments);
     }
-};
-template <>
-struct method_fields<queue_bind_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
 };
 template <>
 struct method_fields<queue_purge> {
@@ -311,11 +279,6 @@ struct method_fields<queue_unbind> {
     }
 };
 template <>
-struct method_fields<queue_unbind_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
 struct method_fields<basic_qos> {
     template <class Visitor, class M>
     static void apply(Visitor& v, M& m) {
@@ -323,11 +286,6 @@ struct method_fields<basic_qos> {
         v.u16(m.prefetch_count);
         v.bit(m.global);
     }
-};
-template <>
-struct method_fields<basic_qos_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
 };
 template <>
 struct method_fields<basic_consume> {
@@ -448,11 +406,6 @@ struct method_fields<basic_recover> {
     }
 };
 template <>
-struct method_fields<basic_recover_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
 struct method_fields<basic_nack> {
     template <class Visitor, class M>
     static void apply(Visitor& v, M& m) {
@@ -467,41 +420,6 @@ struct method_fields<confirm_select> {
     static void apply(Visitor& v, M& m) {
         v.bit(m.no_wait);
     }
-};
-template <>
-struct method_fields<confirm_select_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
-struct method_fields<tx_select> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
-struct method_fields<tx_select_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
-struct method_fields<tx_commit> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
-struct method_fields<tx_commit_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
-struct method_fields<tx_rollback> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
-};
-template <>
-struct method_fields<tx_rollback_ok> {
-    template <class Visitor, class M>
-    static void apply(Visitor&, M&) {}
 };
 
 } // namespace letterbox::amqp::codec::detail
