@@ -6,4 +6,7 @@
 /// (`letterbox::amqp::codec`), the URL parser, the connection (`amqp::connection`) and the
 /// `letterbox::transport` model built on it (`amqp::transport`). See docs/amqp.md.
 #include <letterbox/amqp/codec.hpp>
+#include <letterbox/amqp/connection.hpp>
+#include <letterbox/amqp/transport.hpp>
+#include <letterbox/amqp/transport_options.hpp>
 #include <letterbox/amqp/url.hpp>

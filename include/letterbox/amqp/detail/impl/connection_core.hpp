@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// Definitions of connection_core and channel_core (included by connection_core.hpp).
+
+#include <letterbox/amqp/detail/connection_core.hpp>
+
+#include <algorithm>
+
+namespace letterbox::amqp::detail {
+
+// ---- channel_core --------------------------------------------------------------------------
+
+inline void channel_core::call(codec::method m, reply_filter filter, rpc_done done) {
+    if (state_ == state::closed || state_ == state::closing) {
+        done(close_error_ ? close_error_ : make_error_code(errc::channel_closed), {});
+        return;
+    }
+    rpcs_.push_back(rpc{std::move(m), filter, std::move(done)});
+    if (rpcs_.size() == 1)
+        send_next();
+}
+
+inline void channel_core::send_next() {
+    // Requests that cannot even be encoded fail alone; the next one goes out.
+    while (!rpcs_.empty() && !rpcs_.front().sent) {
+        auto& r = rpcs_.front();
+        auto conn = conn_.lock();
+        if (!conn) {
+            fail_all(make_error_code(errc::connection_closed), {});
+            return;
+        }
+        if (auto ec = conn->write_method(id_, r.request)) {
+            auto done = std::move(r.done);
+            rpcs_.pop_front();
+            done(ec, {});
+            continue;
+        }
+        r.sent = true;
+    }
+}
+
+inline std::error_code channel_core::send(const codec::method& m) {
+    if (state_ != state::open)
+        return close_error_ ? close_error_ : make_error_code(errc::channel_closed);
+    auto conn = conn_.lock();
+    if (!conn)
+        return errc::connection_closed;
+    return conn->write_method(id_, m);
+}
+
+inline std::error_code channel_core::publish(const codec::basic_publish& p,
+                                             const codec::basic_properties& props,
+                                             std::string_view body) {
+    if (state_ != state::open)
+        return close_error_ ? close_error_ : make_error_code(errc::channel_closed);
+    auto conn = conn_.lock();
+    if (!conn)
+        return errc::connection_closed;
+    return conn->write_content(id_, p, props, body);
+}
+
+inline void channel_core::close(letterbox::detail::unique_function<void()> done) {
+    if (state_ == state::closed || state_ == state::closing) {
+        if (done)
+            done();
+        return;
+    }
+    auto conn = conn_.lock();
+    state_ = state::closing;
+    close_done_ = std::move(done);
+    if (!conn || conn->write_method(id_, codec::channel_close{200, "Goodbye", 0, 0})) {
+        lost(make_error_code(errc::connection_closed));
+        return;
+    }
+}
+
+inline void channel_core::fail_all(std::error_code first, const std::string& text) {
+    (void)text;
+    auto pending = std::move(rpcs_);
+    rpcs_.clear();
+    bool head = true;
+    for (auto& r : pending) {
+        // The request being answered gets the reason; those never sent are simply refused.
+        r.done(head && r.sent ? first : make_error_code(errc::channel_closed), {});
+        head = false;
+    }
+}
+
+inline void channel_core::handle(codec::command&& cmd) {
+    auto self = shared_from_this(); // callbacks below may drop the last other reference
+    if (const auto* close = std::get_if<codec::channel_close>(&cmd.method)) {
+        auto conn = conn_.lock();
+        const bool was_closing = state_ == state::closing;
+        state_ = state::closed;
+        close_error_ = error_from_reply_code(close->reply_code, errc::channel_closed);
+        assembler_.reset();
+        if (conn) {
+            (void)conn->write_method(id_, codec::channel_close_ok{});
+            conn->release_channel(id_);
+        }
+        fail_all(close_error_, close->reply_text);
+        if (was_closing) {
+            if (auto d = std::move(close_done_))
+                d();
+        } else if (on_close) {
+            on_close(close_error_, close->reply_text);
+        }
+        return;
+    }
+    if (std::holds_alternative<codec::channel_close_ok>(cmd.method)) {
+        if (state_ != state::closing)
+            return; // unexpected; ignore
+        state_ = state::closed;
+        close_error_ = make_error_code(errc::channel_closed);
+        if (auto conn = conn_.lock())
+            conn->release_channel(id_);
+        fail_all(close_error_, {});
+        if (auto d = std::move(close_done_))
+            d();
+        return;
+    }
+    if (state_ == state::closing)
+        return; // everything but close and close-ok is discarded after channel.close
+    if (std::holds_alternative<codec::channel_open_ok>(cmd.method))
+        state_ = state::open;
+    if (auto* flow = std::get_if<codec::channel_flow>(&cmd.method)) {
+        // RabbitMQ never sends it; answer as the spec requires.
+        (void)send(codec::channel_flow_ok{flow->active});
+        return;
+    }
+    if (!rpcs_.empty() && rpcs_.front().sent && rpcs_.front().filter(cmd.method)) {
+        auto done = std::move(rpcs_.front().done);
+        rpcs_.pop_front();
+        send_next();
+        done({}, std::move(cmd));
+        return;
+    }
+    if (on_command)
+        on_command(std::move(cmd));
+}
+
+inline void channel_core::lost(std::error_code ec) {
+    if (state_ == state::closed)
+        return;
+    auto self = shared_from_this();
+    const bool was_closing = state_ == state::closing;
+    state_ = state::closed;
+    close_error_ = ec;
+    assembler_.reset();
+    fail_all(ec, {});
+    if (was_closing) {
+        if (auto d = std::move(close_done_))
+            d();
+    } else if (on_close) {
+        on_close(ec, {});
+    }
+}
+
+// ---- connection_core -----------------------------------------------------------------------
+
+inline field_table connection_core::client_properties() const {
+    field_table capabilities;
+    capabilities.set("publisher_confirms", true);
+    capabilities.set("consumer_cancel_notify", true);
+    capabilities.set("basic.nack", true);
+    capabilities.set("connection.blocked", true);
+    capabilities.set("exchange_exchange_bindings", true);
+    capabilities.set("authentication_failure_close", true);
+    field_table props;
+    props.set("product", std::string("letterbox"));
+    props.set("version", std::to_string(LETTERBOX_VERSION_MAJOR) + "." +
+                             std::to_string(LETTERBOX_VERSION_MINOR) + "." +
+                             std::to_string(LETTERBOX_VERSION_PATCH));
+    props.set("platform", std::string("C++20, Boost.Asio"));
+    props.set("connection_name", name_);
+    props.set("capabilities", std::move(capabilities));
+    return props;
+}
+
+inline void connection_core::connect(const url& u, done_handler done) {
+    if (state_ != state::idle) {
+        boost::asio::post(
+            strand_, [d = std::move(done)]() mutable { d(make_error_code(errc::invalid_state)); });
+        return;
+    }
+    url_ = u;
+    connect_done_ = std::move(done);
+    state_ = state::connecting;
+    if (url_.tls) {
+        // amqps needs Asio SSL (OpenSSL); not implemented yet: refuse clearly.
+        auto self = shared_from_this();
+        boost::asio::post(strand_,
+                          [self] { self->finish(make_error_code(errc::not_implemented)); });
+        return;
+    }
+    timer_.expires_after(url_.connection_timeout.value_or(default_connection_timeout));
+    timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+        if (!ec && self->state_ != state::open && self->state_ != state::closed &&
+            self->state_ != state::closing)
+            self->finish(make_error_code(errc::timed_out));
+    });
+    resolver_.async_resolve(
+        url_.host, std::to_string(url_.port),
+        [self = shared_from_this()](std::error_code ec,
+                                    boost::asio::ip::tcp::resolver::results_type results) {
+            if (self->state_ != state::connecting)
+                return;
+            if (ec)
+                return self->finish(ec);
+            self->start_connect(results);
+        });
+}
+
+inline void
+connection_core::start_connect(const boost::asio::ip::tcp::resolver::results_type& endpoints) {
+    boost::asio::async_connect(
+        socket_, endpoints,
+        [self = shared_from_this()](std::error_code ec, const boost::asio::ip::tcp::endpoint&) {
+            if (self->state_ != state::connecting)
+                return;
+            if (ec)
+                return self->finish(ec);
+            boost::system::error_code ignored;
+            self->socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+            self->state_ = state::handshaking;
+            codec::frame_writer::write_protocol_header(self->out_);
+            self->flush();
+            self->last_read_ = std::chrono::steady_clock::now();
+            self->do_read();
+        });
+}
+
+inline void connection_core::close(done_handler done) {
+    switch (state_) {
+    case state::closed:
+        boost::asio::post(strand_, [d = std::move(done)]() mutable { d({}); });
+        return;
+    case state::closing:
+        close_done_.push_back(std::move(done));
+        return;
+    case state::idle:
+        state_ = state::closed;
+        error_ = errc::closed;
+        boost::asio::post(strand_, [d = std::move(done)]() mutable { d({}); });
+        return;
+    case state::connecting:
+    case state::handshaking:
+        close_done_.push_back(std::move(done));
+        finish(make_error_code(errc::closed));
+        return;
+    case state::open:
+        break;
+    }
+    state_ = state::closing;
+    close_done_.push_back(std::move(done));
+    (void)writer_.write_method(out_, 0, codec::connection_close{200, "Goodbye", 0, 0});
+    flush();
+    timer_.expires_after(close_timeout);
+    timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+        if (!ec)
+            self->finish(make_error_code(errc::closed));
+    });
+}
+
+inline void connection_core::open_channel(channel_handler done) {
+    if (state_ != state::open) {
+        boost::asio::post(strand_, [d = std::move(done), e = error_]() mutable {
+            d(e ? e : make_error_code(errc::connection_closed), nullptr);
+        });
+        return;
+    }
+    std::uint16_t id = 0;
+    for (std::uint32_t candidate = 1; candidate <= channel_max_; ++candidate)
+        if (!channels_.contains(static_cast<std::uint16_t>(candidate))) {
+            id = static_cast<std::uint16_t>(candidate);
+            break;
+        }
+    if (id == 0) {
+        boost::asio::post(strand_, [d = std::move(done)]() mutable {
+            d(make_error_code(errc::resource_error), nullptr);
+        });
+        return;
+    }
+    auto ch = std::make_shared<channel_core>(weak_from_this(), id, ++next_uid_);
+    channels_[id] = ch;
+    ch->call(codec::channel_open{}, &is_one_of<codec::channel_open_ok>,
+             [ch, d = std::move(done)](std::error_code ec, codec::command) mutable {
+                 d(ec, ec ? nullptr : ch);
+             });
+}
+
+inline std::error_code connection_core::write_method(std::uint16_t channel,
+                                                     const codec::method& m) {
+    if (state_ == state::closed)
+        return errc::connection_closed;
+    auto ec = writer_.write_method(out_, channel, m);
+    if (!ec)
+        flush();
+    return ec;
+}
+
+inline std::error_code connection_core::write_content(std::uint16_t channel, const codec::method& m,
+                                                      const codec::basic_properties& props,
+                                                      std::string_view body) {
+    if (state_ != state::open)
+        return errc::connection_closed;
+    auto ec = writer_.write_content(out_, channel, m, props, body);
+    if (!ec)
+        flush();
+    return ec;
+}
+
+// Frames appended while one strand handler runs (a burst of publishes, acks of a batch) go out
+// in one write: the flush is posted, not started at once, and frames appended while a write
+// is in flight wait in `out_` for the next one.
+inline void connection_core::flush() {
+    if (flush_posted_ || write_in_flight_)
+        return;
+    flush_posted_ = true;
+    boost::asio::post(strand_, [self = shared_from_this()] {
+        self->flush_posted_ = false;
+        if (self->write_in_flight_ || self->out_.empty() || self->state_ == state::closed)
+            return;
+        self->write_in_flight_ = true;
+        std::swap(self->writing_, self->out_);
+        boost::asio::async_write(self->socket_, boost::asio::buffer(self->writing_),
+                                 [self](std::error_code ec, std::size_t) { self->on_written(ec); });
+    });
+}
+
+inline void connection_core::on_written(std::error_code ec) {
+    write_in_flight_ = false;
+    writing_.clear();
+    if (state_ == state::closed)
+        return;
+    if (ec)
+        return finish(make_error_code(errc::connection_closed)); // the socket failed under us
+    last_write_ = std::chrono::steady_clock::now();
+    if (!out_.empty())
+        return flush();
+    if (close_after_write_)
+        finish(*close_after_write_);
+}
+
+inline void connection_core::close_after_write(std::error_code ec) {
+    state_ = state::closing;
+    close_after_write_ = ec;
+    flush();
+    // A peer that stops reading must not keep the connection half-closed forever.
+    timer_.expires_after(close_timeout);
+    timer_.async_wait([self = shared_from_this(), ec](std::error_code e) {
+        if (!e)
+            self->finish(ec);
+    });
+}
+
+inline void connection_core::protocol_error(std::error_code ec, const std::string& text) {
+    if (state_ == state::closing || state_ == state::closed)
+        return finish(ec);
+    (void)writer_.write_method(out_, 0, codec::connection_close{reply_code_for(ec), text, 0, 0});
+    close_after_write(ec);
+}
+
+inline void connection_core::do_read() {
+    auto area = reader_.prepare(65536);
+    socket_.async_read_some(
+        boost::asio::buffer(area.data(), area.size()),
+        [self = shared_from_this()](std::error_code ec, std::size_t n) { self->on_read(ec, n); });
+}
+
+inline void connection_core::on_read(std::error_code ec, std::size_t n) {
+    if (state_ == state::closed)
+        return;
+    reader_.commit(ec ? 0 : n);
+    if (ec) {
+        if (state_ == state::closing && close_after_write_)
+            return finish(*close_after_write_);
+        if (state_ == state::closing)
+            return finish(make_error_code(errc::closed));
+        return finish(make_error_code(errc::connection_closed)); // eof, reset, ...
+    }
+    last_read_ = std::chrono::steady_clock::now();
+    auto self = shared_from_this();
+    std::error_code fe;
+    while (auto f = reader_.next(fe)) {
+        handle_frame(*f);
+        if (state_ == state::closed || close_after_write_)
+            return;
+    }
+    if (fe)
+        return protocol_error(fe, "letterbox: invalid frame (" + fe.message() + ")");
+    do_read();
+}
+
+inline void connection_core::handle_frame(const codec::frame_view& f) {
+    if (f.type == codec::frame_type::heartbeat)
+        return;
+    std::error_code ec;
+    if (f.channel == 0) {
+        auto cmd = channel0_.feed(f, ec);
+        if (ec)
+            return protocol_error(ec, "letterbox: " + ec.message() + " on channel 0");
+        if (cmd)
+            handle_connection_method(std::move(*cmd));
+        return;
+    }
+    if (state_ != state::open && state_ != state::closing)
+        return protocol_error(make_error_code(errc::unexpected_frame),
+                              "letterbox: channel frame before connection.open-ok");
+    auto it = channels_.find(f.channel);
+    if (it == channels_.end()) {
+        if (state_ == state::closing)
+            return; // channels are gone once we asked to close
+        return protocol_error(make_error_code(errc::channel_error),
+                              "letterbox: frame for channel " + std::to_string(f.channel) +
+                                  ", which is not open");
+    }
+    auto ch = it->second;
+    auto cmd = ch->assembler().feed(f, ec);
+    if (ec)
+        return protocol_error(ec, "letterbox: " + ec.message() + " on channel " +
+                                      std::to_string(f.channel));
+    if (cmd && state_ == state::open)
+        ch->handle(std::move(*cmd));
+    else if (cmd && (std::holds_alternative<codec::channel_close>(cmd->method) ||
+                     std::holds_alternative<codec::channel_close_ok>(cmd->method)))
+        ch->handle(std::move(*cmd));
+}
+
+inline void connection_core::handle_connection_method(codec::command&& cmd) {
+    auto& m = cmd.method;
+    if (auto* close = std::get_if<codec::connection_close>(&m)) {
+        (void)writer_.write_method(out_, 0, codec::connection_close_ok{});
+        if (state_ == state::closing && !close_after_write_)
+            return close_after_write(make_error_code(errc::closed));
+        return close_after_write(error_from_reply_code(close->reply_code, errc::connection_closed));
+    }
+    if (std::holds_alternative<codec::connection_close_ok>(m)) {
+        if (state_ == state::closing)
+            return finish(close_after_write_ ? *close_after_write_ : make_error_code(errc::closed));
+        return protocol_error(make_error_code(errc::command_invalid),
+                              "letterbox: unexpected connection.close-ok");
+    }
+    if (state_ == state::closing)
+        return; // after connection.close only close and close-ok matter
+    if (auto* start = std::get_if<codec::connection_start>(&m)) {
+        if (state_ != state::handshaking)
+            return protocol_error(make_error_code(errc::command_invalid),
+                                  "letterbox: unexpected connection.start");
+        if (start->version_major != 0 || start->version_minor != 9)
+            return protocol_error(make_error_code(errc::not_implemented),
+                                  "letterbox: speaks AMQP 0-9-1 only");
+        if (start->mechanisms.find("PLAIN") == std::string::npos)
+            return protocol_error(make_error_code(errc::access_refused),
+                                  "letterbox: the server does not offer SASL PLAIN");
+        server_properties_ = start->server_properties;
+        codec::connection_start_ok ok;
+        ok.client_properties = client_properties();
+        ok.mechanism = "PLAIN";
+        ok.response.reserve(url_.user.size() + url_.password.size() + 2);
+        ok.response.push_back('\0');
+        ok.response += url_.user;
+        ok.response.push_back('\0');
+        ok.response += url_.password;
+        ok.locale = "en_US";
+        (void)writer_.write_method(out_, 0, ok);
+        return flush();
+    }
+    if (std::holds_alternative<codec::connection_secure>(m))
+        return protocol_error(make_error_code(errc::not_implemented),
+                              "letterbox: SASL challenges are not supported (PLAIN only)");
+    if (auto* tune = std::get_if<codec::connection_tune>(&m)) {
+        if (state_ != state::handshaking)
+            return protocol_error(make_error_code(errc::command_invalid),
+                                  "letterbox: unexpected connection.tune");
+        std::error_code ec;
+        const auto frame_max = codec::negotiate_frame_max(
+            url_.frame_max.value_or(default_frame_max), tune->frame_max, ec);
+        if (ec)
+            return protocol_error(
+                ec == errc::invalid_argument ? make_error_code(errc::invalid_argument) : ec,
+                "letterbox: unacceptable frame_max");
+        channel_max_ = codec::negotiate_channel_max(url_.channel_max.value_or(default_channel_max),
+                                                    tune->channel_max);
+        const auto wanted = url_.heartbeat.value_or(default_heartbeat);
+        const auto server = std::chrono::seconds{tune->heartbeat};
+        heartbeat_ = wanted.count() == 0   ? std::chrono::seconds{0}
+                     : server.count() == 0 ? wanted
+                                           : std::min(wanted, server);
+        (void)reader_.set_limits(frame_max, channel_max_);
+        (void)writer_.set_frame_max(frame_max);
+        (void)writer_.write_method(
+            out_, 0,
+            codec::connection_tune_ok{channel_max_, frame_max,
+                                      static_cast<std::uint16_t>(heartbeat_.count())});
+        (void)writer_.write_method(out_, 0, codec::connection_open{url_.vhost});
+        flush();
+        start_heartbeat();
+        return;
+    }
+    if (std::holds_alternative<codec::connection_open_ok>(m)) {
+        if (state_ != state::handshaking)
+            return protocol_error(make_error_code(errc::command_invalid),
+                                  "letterbox: unexpected connection.open-ok");
+        state_ = state::open;
+        timer_.cancel();
+        if (auto d = std::move(connect_done_))
+            d({});
+        return;
+    }
+    if (auto* blocked = std::get_if<codec::connection_blocked>(&m)) {
+        blocked_ = true;
+        blocked_reason_ = blocked->reason;
+        if (on_blocked)
+            on_blocked(true, blocked_reason_);
+        return;
+    }
+    if (std::holds_alternative<codec::connection_unblocked>(m)) {
+        blocked_ = false;
+        blocked_reason_.clear();
+        if (on_blocked)
+            on_blocked(false, blocked_reason_);
+        return;
+    }
+    protocol_error(make_error_code(errc::command_invalid),
+                   "letterbox: unexpected " + std::string(codec::name_of(m)) + " on channel 0");
+}
+
+inline void connection_core::start_heartbeat() {
+    if (heartbeat_.count() == 0)
+        return;
+    last_write_ = std::chrono::steady_clock::now();
+    on_heartbeat_tick();
+}
+
+// Ticks every quarter interval: sends a heartbeat when nothing was written for half an
+// interval, and declares the peer dead after two intervals without a byte from it.
+inline void connection_core::on_heartbeat_tick() {
+    if (state_ == state::closed)
+        return;
+    const auto now = std::chrono::steady_clock::now();
+    const auto interval = std::chrono::duration_cast<std::chrono::milliseconds>(heartbeat_);
+    if (now - last_read_ >= 2 * interval)
+        return finish(make_error_code(errc::timed_out)); // the peer is gone: no close handshake
+    if (now - last_write_ >= interval / 2 && !write_in_flight_) {
+        writer_.write_heartbeat(out_);
+        flush();
+    }
+    heartbeat_timer_.expires_after(std::max(interval / 4, std::chrono::milliseconds{10}));
+    heartbeat_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+        if (!ec)
+            self->on_heartbeat_tick();
+    });
+}
+
+inline void connection_core::finish(std::error_code ec) {
+    if (state_ == state::closed)
+        return;
+    auto self = shared_from_this();
+    const bool was_open = state_ == state::open || state_ == state::closing;
+    state_ = state::closed;
+    error_ = ec;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    heartbeat_timer_.cancel();
+    resolver_.cancel();
+    socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    auto channels = std::move(channels_);
+    channels_.clear();
+    const auto channel_error = ec == errc::closed ? make_error_code(errc::closed)
+                                                  : make_error_code(errc::connection_closed);
+    for (auto& [id, ch] : channels)
+        ch->lost(channel_error);
+    if (auto d = std::move(connect_done_))
+        d(ec);
+    auto waiters = std::move(close_done_);
+    close_done_.clear();
+    for (auto& d : waiters)
+        d({});
+    auto watchers = std::move(closed_waiters_);
+    closed_waiters_.clear();
+    for (auto& d : watchers)
+        d(ec);
+    if (was_open && on_closed)
+        on_closed(ec);
+}
+
+} // namespace letterbox::amqp::detail

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/amqp/codec/message_mapping.hpp>
+#include <letterbox/amqp/codec/method.hpp>
+#include <letterbox/amqp/detail/channel_core.hpp>
+#include <letterbox/amqp/detail/connection_core.hpp>
+#include <letterbox/amqp/transport_options.hpp>
+#include <letterbox/amqp/url.hpp>
+#include <letterbox/consume_options.hpp>
+#include <letterbox/delivery.hpp>
+#include <letterbox/detail/unique_function.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/exchange.hpp>
+#include <letterbox/topology/queue.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <variant>
+#include <vector>
+
+namespace letterbox::amqp::detail {
+
+/// The state of an `amqp::transport`, on one strand: the current connection and its
+/// channels (one confirm-mode publishing channel, one for topology, one per consumer, one per
+/// queue read with basic.get), the publishes awaiting confirms, the consumers, the topology to
+/// re-declare, and the reconnection loop. Every member function runs on `strand_`.
+class transport_state : public std::enable_shared_from_this<transport_state> {
+public:
+    using completion = letterbox::detail::unique_function<void(std::error_code)>;
+    using get_completion =
+        letterbox::detail::unique_function<void(std::error_code, std::optional<delivery>)>;
+    using depth_completion =
+        letterbox::detail::unique_function<void(std::error_code, std::uint32_t)>;
+
+    struct subscription {
+        consume_options options;
+        std::function<void(delivery)> on_delivery;
+        std::shared_ptr<channel_core> ch;
+        bool started = false;
+        std::deque<delivery> pending;
+        // Between async_consume and basic.consume-ok: a cancel then waits for the consume-ok.
+        bool subscribing = false;
+        bool cancelled = false;
+        std::vector<letterbox::detail::unique_function<void(std::error_code)>> cancel_waiters;
+        // Run once the deliveries that arrived before the consume completion were handed out.
+        std::vector<letterbox::detail::unique_function<void()>> after_started;
+    };
+    using consume_completion =
+        letterbox::detail::unique_function<void(std::error_code, std::shared_ptr<subscription>)>;
+
+    transport_state(boost::asio::any_io_executor ex, url u, transport_options o)
+        : strand_(boost::asio::make_strand(ex))
+        , url_(std::move(u))
+        , options_(std::move(o))
+        , timer_(strand_)
+        , delay_(options_.reconnect_delay_min) {
+        if (options_.publish_window == 0)
+            options_.publish_window = 1;
+    }
+
+    const connection_core::strand_type& strand() const noexcept { return strand_; }
+
+    void start() { connect_now(); }
+    void declare(const topology::exchange& x, completion done);
+    void declare(const topology::queue& q, completion done);
+    void bind(const topology::binding& b, completion done);
+    void publish(message m, completion done);
+    void consume(consume_options o, std::function<void(delivery)> on_delivery,
+                 consume_completion done);
+    void start_delivering(const std::shared_ptr<subscription>& sub);
+    void cancel(const std::string& tag, completion done);
+    /// how: 0 ack, 1 nack, 2 reject.
+    void settle(std::uint64_t channel, std::uint64_t tag, int how, bool requeue, completion done);
+    void get(const std::string& queue, get_completion done);
+    void depth(const std::string& queue, depth_completion done);
+    void close(completion done);
+    /// Drops the current connection as a network failure would (for recovery tests).
+    void drop_connection();
+    bool is_open() const noexcept { return phase_ == phase::open; }
+
+private:
+    enum class phase { connecting, recovering, open, backoff, closed };
+    using rpc_done = channel_core::rpc_done;
+    using channel_ready =
+        letterbox::detail::unique_function<void(std::error_code, std::shared_ptr<channel_core>)>;
+    using channel_setup =
+        letterbox::detail::unique_function<void(const std::shared_ptr<channel_core>&, completion)>;
+
+    // A channel opened on first use and again after it closed; callers arriving while it opens
+    // wait for it.
+    struct lazy_channel {
+        std::shared_ptr<channel_core> ch;
+        bool opening = false;
+        std::vector<channel_ready> waiters;
+    };
+    struct outgoing {
+        message msg;
+        completion done;
+    };
+    struct in_flight {
+        completion done;
+        std::string exchange;
+        std::string routing_key;
+        std::optional<std::string> message_id;
+        bool returned = false;
+    };
+    // A channel whose deliveries can be settled, with the tags it still owes an answer for.
+    struct settle_entry {
+        std::shared_ptr<channel_core> ch;
+        std::set<std::uint64_t> unacked;
+        bool retired = false;
+    };
+    using declaration = std::variant<topology::exchange, topology::queue, topology::binding>;
+
+    void with_connection(completion then);
+    void connect_now();
+    void on_connected(std::uint64_t generation, std::error_code ec);
+    void on_connection_lost(std::uint64_t generation, std::error_code ec);
+    void schedule_reconnect();
+    void recover_topology(std::size_t next);
+    void recover_consumers(std::vector<std::shared_ptr<subscription>> subs, std::size_t next);
+    void opened();
+    void fail_waiters(std::error_code ec);
+
+    void acquire(const std::shared_ptr<lazy_channel>& lc, channel_setup setup, channel_ready done);
+    void admin_call(codec::method m, channel_core::reply_filter filter, rpc_done done,
+                    int attempts = 3);
+    void declare_now(const declaration& d, completion done);
+    void record(const declaration& d);
+
+    void pump();
+    void setup_publisher(const std::shared_ptr<channel_core>& ch, completion done);
+    void on_publisher_command(std::uint64_t uid, codec::command&& cmd);
+    void on_publisher_closed(std::uint64_t uid, std::error_code ec, const std::string& text);
+    void confirm(std::uint64_t seq, bool multiple, bool ack);
+    void fail_outbox(std::error_code ec);
+    void fail_unconfirmed(std::error_code ec);
+
+    void subscribe_now(const std::shared_ptr<subscription>& sub, completion done);
+    void on_consumer_command(const std::weak_ptr<subscription>& sub, std::uint64_t uid,
+                             codec::command&& cmd);
+    void on_consumer_closed(const std::weak_ptr<subscription>& sub, std::uint64_t uid);
+    void retire(std::uint64_t uid);
+    void cancel_now(const std::shared_ptr<subscription>& sub, completion done);
+
+    bool connection_usable() const { return conn_ && conn_->is_open() && !closed_; }
+
+    connection_core::strand_type strand_;
+    url url_;
+    transport_options options_;
+    boost::asio::steady_timer timer_;
+    std::chrono::milliseconds delay_;
+    std::shared_ptr<connection_core> conn_;
+    std::uint64_t generation_ = 0;
+    phase phase_ = phase::connecting;
+    bool closed_ = false;
+    std::vector<completion> waiters_;
+    std::vector<completion> close_waiters_;
+
+    std::vector<declaration> declared_;
+    std::shared_ptr<lazy_channel> admin_ = std::make_shared<lazy_channel>();
+    std::shared_ptr<lazy_channel> publisher_ = std::make_shared<lazy_channel>();
+    std::map<std::string, std::shared_ptr<lazy_channel>> getters_;
+
+    std::deque<outgoing> outbox_;
+    std::map<std::uint64_t, in_flight> unconfirmed_;
+    std::uint64_t next_seq_ = 0;
+    std::uint64_t publisher_uid_ = 0;
+    bool pump_waiting_ = false;
+
+    std::map<std::string, std::shared_ptr<subscription>> subscriptions_;
+    std::map<std::uint64_t, settle_entry> channels_;
+    std::uint64_t next_tag_ = 0;
+};
+
+} // namespace letterbox::amqp::detail
+
+#include <letterbox/amqp/detail/impl/transport_state.hpp>

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/amqp/transport_options.hpp>
+#include <letterbox/amqp/url.hpp>
+#include <letterbox/concepts/transport.hpp>
+#include <letterbox/consume_options.hpp>
+#include <letterbox/delivery.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/exchange.hpp>
+#include <letterbox/topology/queue.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace letterbox::amqp {
+
+/// A `letterbox::transport` (and `letterbox::queue_reader`) on a real RabbitMQ broker, over
+/// AMQP 0-9-1 on Boost.Asio: the model the relay and consumers run on in production. It keeps
+/// the semantics `in_memory_transport` documents.
+///
+/// It keeps one connection (see `amqp::connection` for the handshake, heartbeats and close)
+/// with a confirm-mode publishing channel, a channel for topology, one channel per consumer
+/// (so each has its own `basic.qos` prefetch) and one per queue read with `async_get`.
+///
+/// Publishing: every publish is `mandatory`; up to `transport_options::publish_window`
+/// publishes are in flight (pipelined), more wait. A publish completes when its confirm
+/// arrives: success; `errc::no_route` when the broker returned it (`basic.return`, correlated
+/// by message-id, exchange and routing key) even though it also acks it; `errc::publish_nacked`
+/// on a `basic.nack`; `errc::not_found` for a missing exchange (the broker closes the
+/// publishing channel: other unconfirmed publishes complete with `outcome_unknown` and the next
+/// publish opens a new channel); `errc::outcome_unknown` for every publish in flight when the
+/// connection is lost or closed. Publishes not yet sent when the connection is lost complete
+/// with `errc::connection_closed` (they were not sent: safe to publish again).
+///
+/// Recovery: when the connection is lost (broker restart, `connection.close` from the broker,
+/// missed heartbeats, a socket error) the transport reconnects by itself, with a delay that
+/// starts at `reconnect_delay_min` and doubles up to `reconnect_delay_max`. On each new
+/// connection it declares again every exchange, queue and binding it declared successfully, in
+/// the same order, then consumes again with the same consumer tags and options. It never
+/// replays a publish. Deliveries of the lost connection can no longer be settled
+/// (`errc::channel_closed`): the broker redelivers them. Operations started while it is not
+/// connected wait for the next connection attempt and complete with its outcome
+/// (`errc::connection_closed` if it fails), so nothing waits longer than one attempt.
+///
+/// Errors from the broker on a channel (404, 406, ...) complete the operation that caused
+/// them with the reply code's `errc` and never kill the connection: the channel is replaced.
+///
+/// Every operation is posted to the transport's strand and completes through the token's
+/// associated executor (by default `get_executor()`). Delivery handlers run on the strand,
+/// one delivery at a time per consumer, and only after the consumer's `async_consume`
+/// completion has run.
+///
+/// Not yet: TLS (`amqps://` fails with `errc::not_implemented`).
+///
+/// Thread safety: the object may be used from any thread. The executor must outlive it.
+/// Destroying it closes the connection (without waiting).
+class transport {
+public:
+    using transport_concept = transport_tag;
+    using executor_type = boost::asio::any_io_executor;
+
+    /// A transport that connects to `u` at once (in the background).
+    transport(executor_type ex, url u, transport_options options = {})
+        : ex_(std::move(ex))
+        , state_(std::make_shared<detail::transport_state>(ex_, std::move(u), std::move(options))) {
+        boost::asio::dispatch(state_->strand(), [s = state_] { s->start(); });
+    }
+    /// Parses `url_text` (`parse_url`: throws `letterbox::error` when invalid).
+    transport(executor_type ex, std::string_view url_text, transport_options options = {})
+        : transport(std::move(ex), parse_url(url_text), std::move(options)) {}
+
+    transport(transport&&) noexcept = default;
+    transport& operator=(transport&& other) noexcept {
+        if (this != &other) {
+            close_in_background();
+            ex_ = std::move(other.ex_);
+            state_ = std::move(other.state_);
+        }
+        return *this;
+    }
+    transport(const transport&) = delete;
+    transport& operator=(const transport&) = delete;
+    ~transport() { close_in_background(); }
+
+    executor_type get_executor() const { return ex_; }
+
+    template <class Token>
+    auto async_declare(const topology::exchange& x, Token&& token) {
+        return run<void(std::error_code)>(
+            std::forward<Token>(token), [x](auto& s, auto done) { s.declare(x, std::move(done)); });
+    }
+    template <class Token>
+    auto async_declare(const topology::queue& q, Token&& token) {
+        return run<void(std::error_code)>(
+            std::forward<Token>(token), [q](auto& s, auto done) { s.declare(q, std::move(done)); });
+    }
+    template <class Token>
+    auto async_bind(const topology::binding& b, Token&& token) {
+        return run<void(std::error_code)>(std::forward<Token>(token),
+                                          [b](auto& s, auto done) { s.bind(b, std::move(done)); });
+    }
+
+    /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`.
+    template <class Token>
+    auto async_publish(const message& m, Token&& token) {
+        return run<void(std::error_code)>(std::forward<Token>(token), [m](auto& s, auto done) {
+            s.publish(std::move(m), std::move(done));
+        });
+    }
+
+    /// Starts a consumer; completes with its tag. `on_delivery` runs for each delivery.
+    template <class Token>
+    auto async_consume(const consume_options& o, std::function<void(delivery)> on_delivery,
+                       Token&& token);
+
+    /// `basic.get` from `queue` with manual acknowledgement: the delivery, or `std::nullopt`
+    /// when no message is ready; `errc::not_found` when the queue is missing.
+    template <class Token>
+    auto async_get(const std::string& queue, Token&& token) {
+        return run<void(std::error_code, std::optional<delivery>)>(
+            std::forward<Token>(token),
+            [queue](auto& s, auto done) { s.get(queue, std::move(done)); });
+    }
+
+    /// The number of ready messages in `queue` (a passive `queue.declare`); `errc::not_found`
+    /// when the queue is missing.
+    template <class Token>
+    auto async_queue_depth(const std::string& queue, Token&& token) {
+        return run<void(std::error_code, std::uint32_t)>(
+            std::forward<Token>(token),
+            [queue](auto& s, auto done) { s.depth(queue, std::move(done)); });
+    }
+
+    template <class Token>
+    auto async_cancel(const std::string& consumer_tag, Token&& token) {
+        return run<void(std::error_code)>(
+            std::forward<Token>(token),
+            [consumer_tag](auto& s, auto done) { s.cancel(consumer_tag, std::move(done)); });
+    }
+    template <class Token>
+    auto async_ack(const delivery& d, Token&& token) {
+        return settle(d, 0, false, std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_nack(const delivery& d, bool requeue, Token&& token) {
+        return settle(d, 1, requeue, std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_reject(const delivery& d, bool requeue, Token&& token) {
+        return settle(d, 2, requeue, std::forward<Token>(token));
+    }
+
+    /// Closes the connection: publishes awaiting a confirm complete with `outcome_unknown`,
+    /// unacknowledged deliveries are requeued by the broker. Idempotent.
+    template <class Token>
+    auto async_close(Token&& token) {
+        return run<void(std::error_code)>(std::forward<Token>(token),
+                                          [](auto& s, auto done) { s.close(std::move(done)); });
+    }
+
+    /// Drops the current connection as a network failure would (no close handshake), to
+    /// exercise recovery; the transport then reconnects as after any lost connection.
+    void simulate_connection_loss() {
+        boost::asio::dispatch(state_->strand(), [s = state_] { s->drop_connection(); });
+    }
+
+private:
+    template <class Token>
+    auto settle(const delivery& d, int how, bool requeue, Token&& token) {
+        return run<void(std::error_code)>(
+            std::forward<Token>(token),
+            [ch = d.channel, tag = d.delivery_tag, how, requeue](auto& s, auto done) {
+                s.settle(ch, tag, how, requeue, std::move(done));
+            });
+    }
+
+    template <class Signature, class Token, class Op>
+    auto run(Token&& token, Op op);
+
+    void close_in_background() {
+        if (state_)
+            boost::asio::dispatch(state_->strand(),
+                                  [s = state_] { s->close([](std::error_code) {}); });
+    }
+
+    executor_type ex_;
+    std::shared_ptr<detail::transport_state> state_;
+};
+
+} // namespace letterbox::amqp
+
+#include <letterbox/amqp/impl/transport.hpp>

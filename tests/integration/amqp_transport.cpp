@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: BSL-1.0
+// Runs the transport conformance suite, and a few focused checks, against a real RabbitMQ
+// broker: the one LETTERBOX_AMQP_URL names (tests/tools/rabbitmq.sh start prints it). Every case
+// is hidden ([.integration]) and fails clearly when the variable is not set.
+
+#include <letterbox/amqp/transport.hpp>
+
+#include <letterbox/testing/transport_suite.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+static_assert(letterbox::transport<letterbox::amqp::transport>);
+static_assert(letterbox::queue_reader<letterbox::amqp::transport>);
+
+namespace {
+
+/// The broker URL from the environment; fails the test case when it is missing.
+std::string broker_url() {
+    const char* url = std::getenv("LETTERBOX_AMQP_URL");
+    if (url == nullptr || *url == '\0')
+        FAIL("LETTERBOX_AMQP_URL is not set: start a broker with `export $(tests/tools/rabbitmq.sh "
+             "start)` (or run through `tests/tools/rabbitmq.sh run -- ...`) and run again");
+    return url;
+}
+
+//[amqp_transport_fixture
+/// A real broker per test case (the same one for all), reached through a single-threaded
+/// io_context that runs only inside run_until, on the suite's thread.
+struct amqp_transport_fixture {
+    static constexpr letterbox::testing::transport_features features{
+        .guaranteed_order = true,
+        .guaranteed_order_with_single_subscriber = true,
+        .persistent = true,
+        .exactly_once_delivery = false,
+        .redelivery_on_nack = true,
+        .restartable = false,
+        .size = letterbox::testing::suite_size::short_sizes,
+        .timeout = std::chrono::seconds{20},
+        .quiet_period = std::chrono::milliseconds{200},
+        // A shared broker forgets the suite's queues ten minutes after a run.
+        .queue_expires = std::chrono::minutes{10},
+    };
+
+    letterbox::amqp::transport make() {
+        return letterbox::amqp::transport(io_.get_executor(), url_);
+    }
+
+    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (!done()) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= deadline)
+                return false;
+            io_.run_one_for(deadline - now);
+        }
+        return true;
+    }
+
+    std::string unique_name(std::string_view stem) { return names_(stem); }
+
+private:
+    std::string url_ = broker_url();
+    boost::asio::io_context io_{};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
+        io_.get_executor()};
+    letterbox::testing::unique_names names_{"letterbox.amqp"};
+};
+//]
+
+static_assert(letterbox::testing::transport_suite_fixture<amqp_transport_fixture>);
+
+using amqp_transport_fixtures = std::tuple<amqp_transport_fixture>;
+
+} // namespace
+
+LETTERBOX_TRANSPORT_SUITE_WITH_TAGS(amqp_transport_fixtures, "[.integration][amqp]")
+
+// ---- focused checks ------------------------------------------------------------------------
+
+namespace {
+
+using letterbox::delivery;
+using letterbox::message;
+
+/// A fixture with helpers that run one operation to completion.
+struct broker {
+    amqp_transport_fixture f;
+    std::chrono::milliseconds timeout{std::chrono::seconds{20}};
+
+    template <class Start>
+    std::error_code await(Start&& start) {
+        auto result = std::make_shared<std::optional<std::error_code>>();
+        start([result](std::error_code ec) { *result = ec; });
+        if (!f.run_until([&] { return result->has_value(); }, timeout))
+            return make_error_code(letterbox::errc::timed_out);
+        return **result;
+    }
+
+    std::string fresh_queue(letterbox::amqp::transport& t, std::string_view stem) {
+        letterbox::topology::queue q;
+        q.name = f.unique_name(stem);
+        q.arguments.set("x-expires", std::int64_t{600000});
+        REQUIRE(await([&](auto done) { t.async_declare(q, done); }) == std::error_code{});
+        return q.name;
+    }
+};
+
+} // namespace
+
+TEST_CASE("amqp transport: a round trip keeps every property and header", "[.integration][amqp]") {
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "props");
+
+    message m;
+    m.id = letterbox::message_id_generator{}();
+    m.type = "orders.created";
+    m.routing_key = queue;
+    m.body = std::string("bytes\0with nul", 14);
+    m.headers.set("x-string", std::string("text"));
+    m.headers.set("x-int", std::int64_t{-42});
+    m.headers.set("x-bool", true);
+    m.headers.set("x-double", 2.5);
+    letterbox::field_table nested;
+    nested.set("inner", std::int32_t{7});
+    m.headers.set("x-table", nested);
+    m.properties.content_type = "application/octet-stream";
+    m.properties.content_encoding = "identity";
+    m.properties.correlation_id = "corr-1";
+    m.properties.reply_to = "replies";
+    m.properties.expiration = "600000";
+    m.properties.timestamp = letterbox::timestamp{std::chrono::seconds{1700000000}};
+    m.properties.persistent = true;
+    m.properties.priority = std::uint8_t{3};
+    m.properties.app_id = "letterbox-tests";
+    m.properties.user_id = "guest"; // RabbitMQ checks it against the connection's user
+    REQUIRE(b.await([&](auto done) { t.async_publish(m, done); }) == std::error_code{});
+
+    auto got = std::make_shared<std::vector<delivery>>();
+    auto tag = std::make_shared<std::optional<std::string>>();
+    letterbox::consume_options o;
+    o.queue = queue;
+    t.async_consume(
+        o, [got](delivery d) { got->push_back(std::move(d)); },
+        [tag](std::error_code ec, std::string consumer_tag) {
+            REQUIRE(!ec);
+            *tag = std::move(consumer_tag);
+        });
+    REQUIRE(b.f.run_until([&] { return !got->empty(); }, b.timeout));
+    const auto d = got->front(); // a copy: more deliveries are appended below
+    CHECK(d.msg.id == m.id);
+    CHECK(d.msg.type == m.type);
+    CHECK(d.msg.body == m.body);
+    CHECK(d.msg.headers == m.headers);
+    CHECK(d.msg.properties == m.properties);
+    CHECK(d.msg.exchange.empty());
+    CHECK(d.msg.routing_key == queue);
+    CHECK_FALSE(d.redelivered);
+    CHECK(d.queue == queue);
+    CHECK(d.consumer_tag == **tag);
+
+    // Requeue it: it comes back flagged as redelivered.
+    REQUIRE(b.await([&](auto done) { t.async_nack(d, true, done); }) == std::error_code{});
+    REQUIRE(b.f.run_until([&] { return got->size() == 2; }, b.timeout));
+    CHECK((*got)[1].redelivered);
+    CHECK((*got)[1].msg == d.msg);
+    CHECK(b.await([&](auto done) { t.async_ack((*got)[1], done); }) == std::error_code{});
+    CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
+}
+
+TEST_CASE("amqp transport: an unroutable mandatory publish completes with no_route",
+          "[.integration][amqp]") {
+    broker b;
+    auto t = b.f.make();
+    letterbox::topology::exchange x;
+    x.name = b.f.unique_name("unroutable");
+    x.durable = false;
+    x.auto_delete = true;
+    REQUIRE(b.await([&](auto done) { t.async_declare(x, done); }) == std::error_code{});
+    const auto queue = b.fresh_queue(t, "routable");
+
+    // Interleave routable and unroutable publishes: each return is matched to its publish.
+    std::vector<std::optional<std::error_code>> results(6);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        message m;
+        m.id = letterbox::message_id_generator{}();
+        m.exchange = i % 2 == 0 ? x.name : std::string();
+        m.routing_key = i % 2 == 0 ? "nowhere" : queue;
+        m.body = std::to_string(i);
+        t.async_publish(m, [&results, i](std::error_code ec) { results[i] = ec; });
+    }
+    REQUIRE(b.f.run_until(
+        [&] {
+            for (const auto& r : results)
+                if (!r)
+                    return false;
+            return true;
+        },
+        b.timeout));
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        INFO("publish " << i);
+        if (i % 2 == 0)
+            CHECK(*results[i] == letterbox::errc::no_route);
+        else
+            CHECK(*results[i] == std::error_code{});
+    }
+    CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
+}
+
+TEST_CASE("amqp transport: a consumer survives a lost connection and resumes",
+          "[.integration][amqp]") {
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "survive");
+    auto got = std::make_shared<std::vector<delivery>>();
+    letterbox::consume_options o;
+    o.queue = queue;
+    auto consumed = std::make_shared<std::optional<std::error_code>>();
+    t.async_consume(
+        o,
+        [got, &t](delivery d) {
+            got->push_back(d);
+            t.async_ack(d, [](std::error_code) {});
+        },
+        [consumed](std::error_code ec, std::string) { *consumed = ec; });
+    REQUIRE(b.f.run_until([&] { return consumed->has_value(); }, b.timeout));
+    REQUIRE(**consumed == std::error_code{});
+
+    auto publish = [&](std::string body) {
+        message m;
+        m.id = letterbox::message_id_generator{}();
+        m.routing_key = queue;
+        m.body = std::move(body);
+        return b.await([&](auto done) { t.async_publish(m, done); });
+    };
+    REQUIRE(publish("before") == std::error_code{});
+    REQUIRE(b.f.run_until([&] { return got->size() == 1; }, b.timeout));
+
+    t.simulate_connection_loss();
+    // Publishes fail (connection_closed, outcome_unknown) until the transport has reconnected,
+    // declared its queue again and resubscribed; then they succeed and reach the consumer.
+    const auto deadline = std::chrono::steady_clock::now() + b.timeout;
+    std::error_code last = make_error_code(letterbox::errc::timed_out);
+    while (std::chrono::steady_clock::now() < deadline) {
+        last = publish("after");
+        if (!last)
+            break;
+    }
+    REQUIRE(last == std::error_code{});
+    REQUIRE(
+        b.f.run_until([&] { return !got->empty() && got->back().msg.body == "after"; }, b.timeout));
+    CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
+}
+
+namespace {
+
+/// Runs `rabbitmqctl <args>` against the broker tests/tools/rabbitmq.sh started (its state
+/// directory is LETTERBOX_RABBITMQ_DIR), with the environment that script gives its CLI calls.
+/// Returns false when the directory is unknown or the command fails.
+bool rabbitmqctl(const std::string& args) {
+    const char* dir = std::getenv("LETTERBOX_RABBITMQ_DIR");
+    if (dir == nullptr || *dir == '\0')
+        return false;
+    std::ifstream state(std::string(dir) + "/state");
+    std::string line;
+    std::string node;
+    while (std::getline(state, line))
+        if (line.rfind("node=", 0) == 0)
+            node = line.substr(5);
+    if (node.empty())
+        return false;
+    const std::string d(dir);
+    const std::string command =
+        "env HOME='" + d + "/home' RABBITMQ_CONF_ENV_FILE='" + d +
+        "/rabbitmq-env.conf' RABBITMQ_NODENAME='" + node +
+        "' ERL_EPMD_ADDRESS=127.0.0.1 'RABBITMQ_CTL_ERL_ARGS=-kernel inet_dist_use_interface "
+        "{127,0,0,1}' timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q " +
+        args + " >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+}
+
+} // namespace
+
+TEST_CASE("amqp transport: a consumer survives the broker closing its connection",
+          "[.integration][amqp]") {
+    if (std::getenv("LETTERBOX_RABBITMQ_DIR") == nullptr) {
+        WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
+             "tests/tools/rabbitmq.sh), so rabbitmqctl cannot reach it");
+        return;
+    }
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "forced");
+    auto got = std::make_shared<std::vector<delivery>>();
+    letterbox::consume_options o;
+    o.queue = queue;
+    auto consumed = std::make_shared<std::optional<std::error_code>>();
+    t.async_consume(
+        o,
+        [got, &t](delivery d) {
+            got->push_back(d);
+            t.async_ack(d, [](std::error_code) {});
+        },
+        [consumed](std::error_code ec, std::string) { *consumed = ec; });
+    REQUIRE(b.f.run_until([&] { return consumed->has_value(); }, b.timeout));
+    REQUIRE(**consumed == std::error_code{});
+
+    // rabbitmqctl blocks this thread for about a second; the broker sends connection.close
+    // (320) meanwhile, which the transport reads once run_until runs again.
+    REQUIRE(rabbitmqctl("close_all_connections 'letterbox integration test'"));
+
+    auto publish = [&](std::string body) {
+        message m;
+        m.id = letterbox::message_id_generator{}();
+        m.routing_key = queue;
+        m.body = std::move(body);
+        return b.await([&](auto done) { t.async_publish(m, done); });
+    };
+    const auto deadline = std::chrono::steady_clock::now() + b.timeout;
+    std::error_code last = make_error_code(letterbox::errc::timed_out);
+    int attempts = 0;
+    while (std::chrono::steady_clock::now() < deadline && attempts++ < 1000) {
+        last = publish("after");
+        if (!last)
+            break;
+    }
+    REQUIRE(last == std::error_code{});
+    REQUIRE(
+        b.f.run_until([&] { return !got->empty() && got->back().msg.body == "after"; }, b.timeout));
+    CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
+}
