@@ -17,13 +17,10 @@ inline void transport_state::with_connection(completion then) {
         return then(make_error_code(errc::closed));
     if (phase_ == phase::open && conn_ && conn_->is_open())
         return then({});
+    // It waits for the attempt in progress, or the one the backoff has scheduled (at most
+    // reconnect_delay_max away), and completes with its outcome: callers retrying in a loop
+    // never make the transport hammer a broker that is down.
     waiters_.push_back(std::move(then));
-    // An operation arriving during the backoff does not wait for the whole delay: it makes the
-    // next attempt start now (and completes with its outcome).
-    if (phase_ == phase::backoff) {
-        timer_.cancel();
-        connect_now();
-    }
 }
 
 inline void transport_state::connect_now() {
@@ -36,6 +33,10 @@ inline void transport_state::connect_now() {
     conn_->on_closed = [weak, generation](std::error_code ec) {
         if (auto self = weak.lock())
             self->on_connection_lost(generation, ec);
+    };
+    conn_->on_blocked = [weak, generation](bool blocked, const std::string&) {
+        if (auto self = weak.lock(); self && !blocked && self->generation_ == generation)
+            self->pump();
     };
     conn_->connect(url_, [weak, generation](std::error_code ec) {
         if (auto self = weak.lock())
@@ -369,6 +370,10 @@ inline void transport_state::pump() {
                 self->pump();
             });
     }
+    // While the broker blocks publishing (connection.blocked: a memory or disk alarm),
+    // publishes wait here instead of piling up in the socket; connection.unblocked resumes.
+    if (conn_->blocked())
+        return;
     auto& ch = *publisher_->ch;
     while (!outbox_.empty() && unconfirmed_.size() < options_.publish_window) {
         auto o = std::move(outbox_.front());
@@ -725,6 +730,11 @@ inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag, in
     if (it == channels_.end() || !it->second.ch->is_open())
         return done(make_error_code(errc::channel_closed)); // it will be redelivered
     auto& entry = it->second;
+    // A tag this channel does not owe an answer for (settled twice, or never delivered): the
+    // broker closes the channel with 406, requeueing the channel's other unacknowledged
+    // deliveries, as the in-memory model does. The frame still goes out so that both behave
+    // the same, and the caller learns it now rather than from the broker's asynchronous close.
+    const bool known = entry.unacked.erase(tag) == 1;
     std::error_code ec;
     switch (how) {
     case 0:
@@ -737,7 +747,8 @@ inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag, in
         ec = entry.ch->send(codec::basic_reject{tag, requeue});
         break;
     }
-    entry.unacked.erase(tag);
+    if (!ec && !known)
+        ec = errc::precondition_failed;
     if (entry.retired && entry.unacked.empty())
         retire(channel);
     done(ec);
