@@ -45,11 +45,11 @@ letterbox_declare_component(sqlite
     EXTERNAL_INCLUDES sqlite3.h
     DESCRIPTION "SQLite outbox and inbox stores; needs SQLite3")
 letterbox_declare_component(amqp
-    PACKAGES Threads
-    LINK Threads::Threads
+    PACKAGES Threads OpenSSL
+    LINK Threads::Threads OpenSSL::SSL OpenSSL::Crypto
     EXTERNAL_INCLUDES openssl/
     NEEDS_SERVICE
-    DESCRIPTION "AMQP 0-9-1 transport on Boost.Asio; its integration tests and examples need a RabbitMQ broker")
+    DESCRIPTION "AMQP 0-9-1 transport on Boost.Asio (TLS with OpenSSL); its integration tests and examples need a RabbitMQ broker")
 letterbox_declare_component(ops
     PACKAGES ""
     LINK ""

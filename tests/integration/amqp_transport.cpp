@@ -297,7 +297,7 @@ bool rabbitmqctl(const std::string& args) {
 } // namespace
 
 TEST_CASE("amqp transport: a consumer survives the broker closing its connection",
-          "[.integration][amqp]") {
+          "[.integration][amqp][disruptive]") {
     if (std::getenv("LETTERBOX_RABBITMQ_DIR") == nullptr) {
         WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
              "tests/tools/rabbitmq.sh), so rabbitmqctl cannot reach it");

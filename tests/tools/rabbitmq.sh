@@ -12,10 +12,14 @@
 #   rabbitmq.sh start [--env-file FILE]   start a broker and wait until it is up; prints
 #                                         LETTERBOX_AMQP_URL=amqp://guest:guest@127.0.0.1:<port>/
 #                                         LETTERBOX_RABBITMQ_DIR=<its state directory>
+#                                         LETTERBOX_RABBITMQ_SCRIPT=<this script's path>
+#                                         LETTERBOX_AMQPS_URL=amqps://...:<port+30000>/?cacertfile=...
 #                                         on stdout (and writes the same lines to FILE)
 #   rabbitmq.sh stop [--keep] [DIR]       stop it (SIGTERM, bounded wait, then SIGKILL) and remove
 #                                         DIR, or keep DIR (and its logs) with --keep
 #   rabbitmq.sh status [DIR]              print its state; exit 0 if it runs, 1 if not
+#   rabbitmq.sh kill [DIR]                SIGKILL it (a crash), keeping its state
+#   rabbitmq.sh restart [DIR]             start it again on the same port and state; wait until up
 #   rabbitmq.sh run -- COMMAND [ARG...]   start, run COMMAND with LETTERBOX_AMQP_URL exported, and
 #                                         always stop (also on failure and on INT/TERM/HUP); exits
 #                                         with COMMAND's status. DIR is kept when COMMAND fails.
@@ -52,7 +56,7 @@ die() {
 }
 
 usage() {
-    sed -n '11,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '11,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -158,6 +162,78 @@ choose_port() {
     die "ports $DEFAULT_PORT-$FALLBACK_PORTS_LAST on $LOOPBACK are all busy; set LETTERBOX_RABBITMQ_PORT"
 }
 
+# launch DIR PORT DIST_PORT NODE URL START_TIMEOUT: starts rabbitmq-server with its state in
+# DIR, records it in DIR/state and waits (bounded) until it is up; dies if it does not come up.
+launch() {
+    local dir=$1 port=$2 dist_port=$3 node=$4 url=$5 start_timeout=$6
+    rmq_env "$dir" "$port" "$dist_port" "$node"
+
+    # Started from inside the directory (Erlang writes nothing into the caller's cwd), with no
+    # terminal and no inherited stdout: `$(rabbitmq.sh start)` returns once the broker is up.
+    (cd "$dir" && exec "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmq-server" \
+        </dev/null >>"$dir/log/stdout.log" 2>&1) &
+    local pid=$!
+    local started
+    started=$(proc_start_time "$pid")
+    {
+        echo "pid=$pid"
+        echo "pid_start_time=$started"
+        echo "port=$port"
+        echo "dist_port=$dist_port"
+        echo "node=$node"
+        echo "url=$url"
+    } >"$dir/state"
+    say "starting RabbitMQ (pid $pid, node $node) on $LOOPBACK:$port, state in $dir"
+    # Up = our process is alive AND the port answers AND the CLI reaches our node by name (an open
+    # port alone could be someone else's listener). Bounded by start_timeout.
+    local deadline=$((SECONDS + start_timeout)) up=0
+    while [ $SECONDS -lt $deadline ]; do
+        if ! alive "$pid" "$started"; then
+            say "RabbitMQ (pid $pid) exited during startup"
+            log_tail "$dir"
+            die "RabbitMQ did not start; its state and logs are kept in $dir"
+        fi
+        if port_busy "$port" &&
+            timeout 20 "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmq-diagnostics" -q check_running </dev/null \
+                >>"$dir/log/cli.log" 2>&1; then
+            up=1
+            break
+        fi
+        sleep 0.25
+    done
+    if [ $up -ne 1 ]; then
+        say "RabbitMQ (pid $pid) did not come up on $LOOPBACK:$port within ${start_timeout}s"
+        log_tail "$dir"
+        LETTERBOX_RABBITMQ_STOP_TIMEOUT=${LETTERBOX_RABBITMQ_STOP_TIMEOUT:-10} cmd_stop --keep "$dir" || true
+        die "RabbitMQ did not start; its state and logs are kept in $dir"
+    fi
+    say "RabbitMQ is up after $((SECONDS - deadline + start_timeout))s: $url"
+}
+
+# make_tls_files DIR: a throwaway CA (ca.pem), a server certificate it signs for localhost and
+# 127.0.0.1 (server.pem, server.key), and a second, unrelated CA (other-ca.pem) for tests that
+# expect a verification failure. Returns 1 without openssl.
+make_tls_files() {
+    local d=$1
+    command -v openssl >/dev/null || return 1
+    mkdir -p "$d"
+    (
+        cd "$d" &&
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 7 \
+                -subj /CN=letterbox-test-ca &&
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.pem \
+                -days 7 -subj /CN=letterbox-other-ca &&
+            openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
+                -subj /CN=localhost &&
+            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >server.ext &&
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+                -out server.pem -days 7 -extfile server.ext
+    ) >"$d/openssl.log" 2>&1 || {
+        say "could not make TLS certificates (see $d/openssl.log)"
+        return 1
+    }
+}
+
 cmd_start() {
     local env_file=""
     while [ $# -gt 0 ]; do
@@ -197,53 +273,28 @@ listeners.tcp.1 = $LOOPBACK:$port
 loopback_users.guest = true
 log.file.level = info
 EOF
+    local tls_port=$((port + 30000)) tls_url=""
+    if make_tls_files "$dir/tls" && ! port_busy "$tls_port"; then
+        cat >>"$dir/rabbitmq.conf" <<EOF
+listeners.ssl.1 = $LOOPBACK:$tls_port
+ssl_options.cacertfile = $dir/tls/ca.pem
+ssl_options.certfile = $dir/tls/server.pem
+ssl_options.keyfile = $dir/tls/server.key
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
+EOF
+        tls_url="amqps://guest:guest@localhost:$tls_port/?cacertfile=$dir/tls/ca.pem"
+    else
+        say "no TLS listener (openssl missing, or $LOOPBACK:$tls_port busy)"
+    fi
     local node="letterbox-$port@localhost"
     local url="amqp://guest:guest@$LOOPBACK:$port/"
-    rmq_env "$dir" "$port" "$dist_port" "$node"
+    launch "$dir" "$port" "$dist_port" "$node" "$url" "$start_timeout"
 
-    # Started from inside the directory (Erlang writes nothing into the caller's cwd), with no
-    # terminal and no inherited stdout: `$(rabbitmq.sh start)` returns once the broker is up.
-    (cd "$dir" && exec "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmq-server" \
-        </dev/null >"$dir/log/stdout.log" 2>&1) &
-    local pid=$!
-    local started
-    started=$(proc_start_time "$pid")
-    {
-        echo "pid=$pid"
-        echo "pid_start_time=$started"
-        echo "port=$port"
-        echo "dist_port=$dist_port"
-        echo "node=$node"
-        echo "url=$url"
-    } >"$dir/state"
-    say "starting RabbitMQ (pid $pid, node $node) on $LOOPBACK:$port, state in $dir"
-
-    # Up = our process is alive AND the port answers AND the CLI reaches our node by name (an open
-    # port alone could be someone else's listener). Bounded by start_timeout.
-    local deadline=$((SECONDS + start_timeout)) up=0
-    while [ $SECONDS -lt $deadline ]; do
-        if ! alive "$pid" "$started"; then
-            say "RabbitMQ (pid $pid) exited during startup"
-            log_tail "$dir"
-            die "RabbitMQ did not start; its state and logs are kept in $dir"
-        fi
-        if port_busy "$port" &&
-            timeout 20 "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmq-diagnostics" -q check_running </dev/null \
-                >>"$dir/log/cli.log" 2>&1; then
-            up=1
-            break
-        fi
-        sleep 0.25
-    done
-    if [ $up -ne 1 ]; then
-        say "RabbitMQ (pid $pid) did not come up on $LOOPBACK:$port within ${start_timeout}s"
-        log_tail "$dir"
-        LETTERBOX_RABBITMQ_STOP_TIMEOUT=${LETTERBOX_RABBITMQ_STOP_TIMEOUT:-10} cmd_stop --keep "$dir" || true
-        die "RabbitMQ did not start; its state and logs are kept in $dir"
-    fi
-    say "RabbitMQ is up after $((SECONDS - deadline + start_timeout))s: $url"
-
-    local lines="LETTERBOX_AMQP_URL=$url"$'\n'"LETTERBOX_RABBITMQ_DIR=$dir"
+    local script
+    script=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+    local lines="LETTERBOX_AMQP_URL=$url"$'\n'"LETTERBOX_RABBITMQ_DIR=$dir"$'\n'"LETTERBOX_RABBITMQ_SCRIPT=$script"
+    [ -z "$tls_url" ] || lines+=$'\n'"LETTERBOX_AMQPS_URL=$tls_url"
     if [ -n "$env_file" ]; then
         printf '%s\n' "$lines" >"$env_file"
     fi
@@ -337,6 +388,45 @@ cmd_stop() {
     else
         say "not removing $dir: not made by rabbitmq.sh start"
     fi
+}
+
+# kill [DIR]: SIGKILL the broker (its start script and its Erlang VM) and keep its state, as
+# a crash of the broker host would; `restart` brings it back with the same queues and messages.
+cmd_kill() {
+    local dir=${1:-${LETTERBOX_RABBITMQ_DIR:-}}
+    local pid pid_start_time port dist_port node url
+    load_state "$dir"
+    local beam
+    beam=$(beam_pid "$dir")
+    if [ -n "$beam" ] && alive "$beam"; then
+        local beam_started
+        beam_started=$(proc_start_time "$beam")
+        kill -KILL "$beam" 2>/dev/null || true
+        wait_gone "$beam" "$beam_started" 10 || die "Erlang VM (pid $beam) survived SIGKILL"
+    fi
+    if alive "$pid" "$pid_start_time"; then
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_gone "$pid" "$pid_start_time" 10 || die "pid $pid survived SIGKILL"
+    fi
+    rm -f "$dir/rabbitmq.pid"
+    say "killed RabbitMQ on $LOOPBACK:$port (state kept in $dir)"
+}
+
+# restart [DIR]: start the broker of DIR again (after `kill`, or a stop with --keep) on the same
+# port with the same state, and wait until it is up.
+cmd_restart() {
+    local dir=${1:-${LETTERBOX_RABBITMQ_DIR:-}}
+    local pid pid_start_time port dist_port node url
+    load_state "$dir"
+    require_server
+    alive "$pid" "$pid_start_time" && die "RabbitMQ (pid $pid) still runs; kill or stop it first"
+    local start_timeout=${LETTERBOX_RABBITMQ_START_TIMEOUT:-120}
+    is_uint "$start_timeout" || die "LETTERBOX_RABBITMQ_START_TIMEOUT must be a number of seconds"
+    # The listener may linger for a moment after the kill.
+    local deadline=$((SECONDS + 10))
+    while port_busy "$port" && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+    port_busy "$port" && die "$LOOPBACK:$port is still busy"
+    launch "$dir" "$port" "$dist_port" "$node" "$url" "$start_timeout"
 }
 
 cmd_status() {
@@ -438,6 +528,8 @@ case $command in
 start) cmd_start "$@" ;;
 stop) cmd_stop "$@" ;;
 status) cmd_status "$@" ;;
+kill) cmd_kill "$@" ;;
+restart) cmd_restart "$@" ;;
 run) cmd_run "$@" ;;
 -h | --help | help) usage ;;
 *) usage ;;

@@ -18,7 +18,7 @@
 
 namespace letterbox::amqp {
 
-/// One AMQP 0-9-1 client connection to a broker, over TCP on Boost.Asio.
+/// One AMQP 0-9-1 client connection to a broker, over TCP (or TLS) on Boost.Asio.
 ///
 /// `async_connect` resolves and connects, sends the protocol header and runs the handshake:
 /// connection.start/start-ok with SASL PLAIN (user and password from the URL) and client
@@ -45,7 +45,12 @@ namespace letterbox::amqp {
 /// - `errc::connection_closed` when the socket is closed under it; `errc::timed_out` after
 ///   missed heartbeats; an Asio error for a failed connect.
 ///
-/// `amqps://` URLs are refused with `errc::not_implemented` (TLS is not implemented yet).
+/// `amqps://` URLs run the same protocol over TLS (Asio SSL on OpenSSL), set up after the TCP
+/// connect and within the same `connection_timeout`: TLS 1.2 or later, the broker's
+/// certificate checked against the URL's `cacertfile` (or the system's CAs) and its host name
+/// (or `server_name_indication`) unless `verify=verify_none`, SNI for host names, and a client
+/// certificate from `certfile`/`keyfile`. A TLS failure completes the connect with OpenSSL's
+/// error (`boost::asio::error::get_ssl_category()`).
 ///
 /// Channels, publishing and consuming are what `amqp::transport` builds on this connection.
 ///

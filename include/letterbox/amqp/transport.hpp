@@ -52,8 +52,13 @@ namespace letterbox::amqp {
 /// the same order, then consumes again with the same consumer tags and options. It never
 /// replays a publish. Deliveries of the lost connection can no longer be settled
 /// (`errc::channel_closed`): the broker redelivers them. Operations started while it is not
-/// connected wait for the next connection attempt and complete with its outcome
-/// (`errc::connection_closed` if it fails), so nothing waits longer than one attempt.
+/// connected wait for the next connection attempt (at most `reconnect_delay_max` away) and
+/// complete with its outcome (`errc::connection_closed` if it fails).
+///
+/// While the broker blocks publishing (`connection.blocked`, a resource alarm) publishes wait
+/// in the transport until `connection.unblocked`. Settling a delivery tag twice, or one never
+/// delivered, completes with `errc::precondition_failed` (the broker closes that channel, as
+/// RabbitMQ does, and its consumer subscribes again).
 ///
 /// Errors from the broker on a channel (404, 406, ...) complete the operation that caused
 /// them with the reply code's `errc` and never kill the connection: the channel is replaced.
@@ -63,7 +68,7 @@ namespace letterbox::amqp {
 /// one delivery at a time per consumer, and only after the consumer's `async_consume`
 /// completion has run.
 ///
-/// Not yet: TLS (`amqps://` fails with `errc::not_implemented`).
+/// `amqps://` URLs use TLS (see `amqp::connection`).
 ///
 /// Thread safety: the object may be used from any thread. The executor must outlive it.
 /// Destroying it closes the connection (without waiting).

@@ -26,8 +26,11 @@ namespace letterbox::amqp {
 ///   (which no broker has by default), but `amqp://host/` is how nearly everyone writes "the
 ///   default vhost", as most clients read it. Write `%2F` for `/` explicitly.
 /// - Query parameters: `heartbeat` (seconds; 0 disables), `frame_max` (bytes; 0 or at least
-///   4096), `channel_max` (0 to 65535), `connection_timeout` (milliseconds). Any other key is
-///   refused, so that a typo does not silently fall back to a default.
+///   4096), `channel_max` (0 to 65535), `connection_timeout` (milliseconds); for `amqps` only,
+///   `cacertfile`, `certfile`, `keyfile` (percent-decoded paths), `verify` (`verify_peer` or
+///   `verify_none`) and `server_name_indication` (a host name, or `disable`), as RabbitMQ's
+///   Erlang client names them. Any other key is refused, so that a typo does not silently fall
+///   back to a default, and so is a TLS key on an `amqp://` URL.
 ///
 /// Parsing never trusts its input: every number is range-checked, every `%` escape must be
 /// two hex digits, and an error says what is wrong without echoing the password.
@@ -42,6 +45,16 @@ struct url {
     std::optional<std::uint32_t> frame_max{};
     std::optional<std::uint16_t> channel_max{};
     std::optional<std::chrono::milliseconds> connection_timeout{};
+    /// TLS (`amqps://` only). PEM files; without `cacertfile` the system's trusted CAs.
+    std::optional<std::string> cacertfile{};
+    std::optional<std::string> certfile{};
+    std::optional<std::string> keyfile{};
+    /// `verify=verify_peer` (the default): the server's certificate must chain to a trusted CA
+    /// and name `server_name` (or the host). `verify=verify_none` checks nothing: for tests.
+    bool verify_peer = true;
+    /// `server_name_indication=<name>`: the name sent in SNI and checked in the certificate
+    /// instead of the host; `server_name_indication=disable` sends no SNI.
+    std::optional<std::string> server_name{};
 
     friend bool operator==(const url&, const url&) = default;
 
@@ -247,9 +260,29 @@ inline std::optional<url> try_parse_url(std::string_view text, std::string& why)
             if (!v || *v == 0)
                 return fail("connection_timeout must be a positive number of milliseconds");
             u.connection_timeout = std::chrono::milliseconds{*v};
+        } else if (key == "cacertfile" || key == "certfile" || key == "keyfile" ||
+                   key == "verify" || key == "server_name_indication") {
+            if (!u.tls)
+                return fail("'" + std::string(key) + "' is a TLS parameter: it needs amqps://");
+            auto decoded = detail::percent_decode(value);
+            if (!decoded || decoded->empty())
+                return fail("'" + std::string(key) + "' needs a value (percent-encoded)");
+            if (key == "cacertfile")
+                u.cacertfile = std::move(*decoded);
+            else if (key == "certfile")
+                u.certfile = std::move(*decoded);
+            else if (key == "keyfile")
+                u.keyfile = std::move(*decoded);
+            else if (key == "server_name_indication")
+                u.server_name = std::move(*decoded);
+            else if (*decoded == "verify_peer" || *decoded == "verify_none")
+                u.verify_peer = *decoded == "verify_peer";
+            else
+                return fail("verify must be verify_peer or verify_none");
         } else {
             return fail("unknown query parameter '" + detail::percent_encode(key) +
-                        "' (known: heartbeat, frame_max, channel_max, connection_timeout)");
+                        "' (known: heartbeat, frame_max, channel_max, connection_timeout, "
+                        "cacertfile, certfile, keyfile, verify, server_name_indication)");
         }
     }
     return u;

@@ -82,3 +82,32 @@ TEST_CASE("amqp url: redacted never contains the password", "[amqp][url]") {
     CHECK(u.redacted() == "amqps://admin:***@[::1]:5671/prod");
     CHECK(parse_url(u.redacted()).vhost == "prod");
 }
+
+TEST_CASE("amqp url: TLS parameters on amqps", "[amqp][url]") {
+    const auto plain = parse_url("amqps://h");
+    CHECK(plain.tls);
+    CHECK(plain.port == 5671);
+    CHECK(plain.verify_peer);
+    CHECK_FALSE(plain.cacertfile);
+    CHECK_FALSE(plain.server_name);
+
+    const auto u =
+        parse_url("amqps://h?cacertfile=%2Fetc%2Fca%20dir%2Fca.pem&certfile=%2Fc.pem&keyfile=k.pem"
+                  "&verify=verify_none&server_name_indication=broker.example");
+    CHECK(u.cacertfile == "/etc/ca dir/ca.pem");
+    CHECK(u.certfile == "/c.pem");
+    CHECK(u.keyfile == "k.pem");
+    CHECK_FALSE(u.verify_peer);
+    CHECK(u.server_name == "broker.example");
+    CHECK(parse_url("amqps://h?verify=verify_peer").verify_peer);
+    CHECK(parse_url("amqps://h?server_name_indication=disable").server_name == "disable");
+
+    for (const char* bad :
+         {"amqp://h?cacertfile=/ca.pem", "amqp://h?verify=verify_none", "amqps://h?verify=maybe",
+          "amqps://h?cacertfile=", "amqps://h?keyfile=%zz", "amqps://h?server_name_indication"}) {
+        CAPTURE(bad);
+        std::string why;
+        CHECK_FALSE(try_parse_url(bad, why));
+        CHECK_THAT(why, Catch::StartsWith("invalid AMQP URL: "));
+    }
+}

@@ -21,8 +21,12 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -42,7 +46,8 @@
 
 namespace letterbox::amqp::detail {
 
-/// The engine of an AMQP 0-9-1 client connection over TCP, on one strand: the handshake,
+/// The engine of an AMQP 0-9-1 client connection over TCP (or TLS for `amqps://`, with
+/// Asio SSL on OpenSSL), on one strand: the handshake,
 /// the read loop (frame_reader, one content_assembler per channel), the coalescing write
 /// queue, heartbeats, channels and the close handshake. `amqp::connection` and
 /// `amqp::transport` are built on it. Every member function must be called on `strand()`.
@@ -118,7 +123,15 @@ public:
     void release_channel(std::uint16_t id) { channels_.erase(id); }
 
 private:
+    using tls_stream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>;
+
     void start_connect(const boost::asio::ip::tcp::resolver::results_type& endpoints);
+    std::error_code start_tls();
+    void start_amqp();
+    template <class Handler>
+    void read_some(boost::asio::mutable_buffer b, Handler&& h);
+    template <class Handler>
+    void write_all(boost::asio::const_buffer b, Handler&& h);
     void do_read();
     void on_read(std::error_code ec, std::size_t n);
     void handle_frame(const codec::frame_view& f);
@@ -137,6 +150,9 @@ private:
     std::uint64_t next_uid_;
     boost::asio::ip::tcp::socket socket_;
     boost::asio::ip::tcp::resolver resolver_;
+    // amqps: the TLS context and the stream over socket_ (absent for amqp://).
+    std::optional<boost::asio::ssl::context> tls_context_{};
+    std::optional<tls_stream> tls_{};
     boost::asio::steady_timer timer_;           // connect and close deadlines
     boost::asio::steady_timer heartbeat_timer_; // heartbeat ticks
     url url_{};

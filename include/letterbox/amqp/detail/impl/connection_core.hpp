@@ -187,13 +187,6 @@ inline void connection_core::connect(const url& u, done_handler done) {
     url_ = u;
     connect_done_ = std::move(done);
     state_ = state::connecting;
-    if (url_.tls) {
-        // amqps needs Asio SSL (OpenSSL); not implemented yet: refuse clearly.
-        auto self = shared_from_this();
-        boost::asio::post(strand_,
-                          [self] { self->finish(make_error_code(errc::not_implemented)); });
-        return;
-    }
     timer_.expires_after(url_.connection_timeout.value_or(default_connection_timeout));
     timer_.async_wait([self = shared_from_this()](std::error_code ec) {
         if (!ec && self->state_ != state::open && self->state_ != state::closed &&
@@ -223,12 +216,85 @@ connection_core::start_connect(const boost::asio::ip::tcp::resolver::results_typ
                 return self->finish(ec);
             boost::system::error_code ignored;
             self->socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-            self->state_ = state::handshaking;
-            codec::frame_writer::write_protocol_header(self->out_);
-            self->flush();
-            self->last_read_ = std::chrono::steady_clock::now();
-            self->do_read();
+            if (!self->url_.tls)
+                return self->start_amqp();
+            if (auto e = self->start_tls())
+                return self->finish(e);
+            self->tls_->async_handshake(tls_stream::client, [self](std::error_code e) {
+                if (self->state_ != state::connecting)
+                    return;
+                if (e)
+                    return self->finish(e);
+                self->start_amqp();
+            });
         });
+}
+
+// The TLS client side of amqps: TLS 1.2 or later; the server's certificate checked against
+// `cacertfile` (or the system's CAs) and the host name (or `server_name_indication`) unless
+// `verify=verify_none`; SNI sent for a host name (never for an IP address); a client
+// certificate when `certfile`/`keyfile` are given. Errors are OpenSSL's (asio::error::ssl).
+inline std::error_code connection_core::start_tls() {
+    namespace ssl = boost::asio::ssl;
+    boost::system::error_code ec;
+    tls_context_.emplace(ssl::context::tls_client);
+    auto& ctx = *tls_context_;
+    ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                    ec);
+    if (!ec && url_.cacertfile)
+        ctx.load_verify_file(*url_.cacertfile, ec);
+    else if (!ec)
+        ctx.set_default_verify_paths(ec);
+    if (!ec && url_.certfile)
+        ctx.use_certificate_chain_file(*url_.certfile, ec);
+    if (!ec && (url_.keyfile || url_.certfile))
+        ctx.use_private_key_file(url_.keyfile ? *url_.keyfile : *url_.certfile, ssl::context::pem,
+                                 ec);
+    if (ec)
+        return ec;
+    tls_.emplace(socket_, ctx);
+    const bool sni_disabled = url_.server_name && *url_.server_name == "disable";
+    const std::string name = url_.server_name && !sni_disabled ? *url_.server_name : url_.host;
+    if (url_.verify_peer) {
+        tls_->set_verify_mode(ssl::verify_peer, ec);
+        if (!ec)
+            tls_->set_verify_callback(ssl::host_name_verification(name), ec);
+    } else {
+        tls_->set_verify_mode(ssl::verify_none, ec);
+    }
+    if (ec)
+        return ec;
+    boost::system::error_code not_an_address;
+    (void)boost::asio::ip::make_address(name, not_an_address);
+    if (!sni_disabled && not_an_address && !name.empty() &&
+        SSL_set_tlsext_host_name(tls_->native_handle(), name.c_str()) != 1)
+        return make_error_code(errc::invalid_argument);
+    return {};
+}
+
+inline void connection_core::start_amqp() {
+    state_ = state::handshaking;
+    codec::frame_writer::write_protocol_header(out_);
+    flush();
+    last_read_ = std::chrono::steady_clock::now();
+    do_read();
+}
+
+template <class Handler>
+void connection_core::read_some(boost::asio::mutable_buffer b, Handler&& h) {
+    if (tls_)
+        tls_->async_read_some(b, std::forward<Handler>(h));
+    else
+        socket_.async_read_some(b, std::forward<Handler>(h));
+}
+
+template <class Handler>
+void connection_core::write_all(boost::asio::const_buffer b, Handler&& h) {
+    if (tls_)
+        boost::asio::async_write(*tls_, b, std::forward<Handler>(h));
+    else
+        boost::asio::async_write(socket_, b, std::forward<Handler>(h));
 }
 
 inline void connection_core::close(done_handler done) {
@@ -324,8 +390,8 @@ inline void connection_core::flush() {
             return;
         self->write_in_flight_ = true;
         std::swap(self->writing_, self->out_);
-        boost::asio::async_write(self->socket_, boost::asio::buffer(self->writing_),
-                                 [self](std::error_code ec, std::size_t) { self->on_written(ec); });
+        self->write_all(boost::asio::buffer(self->writing_),
+                        [self](std::error_code ec, std::size_t) { self->on_written(ec); });
     });
 }
 
@@ -364,7 +430,7 @@ inline void connection_core::protocol_error(std::error_code ec, const std::strin
 
 inline void connection_core::do_read() {
     auto area = reader_.prepare(65536);
-    socket_.async_read_some(
+    read_some(
         boost::asio::buffer(area.data(), area.size()),
         [self = shared_from_this()](std::error_code ec, std::size_t n) { self->on_read(ec, n); });
 }

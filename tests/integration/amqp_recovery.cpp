@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: BSL-1.0
+// amqp::transport through a broker crash: the broker tests/tools/rabbitmq.sh started is killed
+// with SIGKILL mid-stream and started again on the same state. Tagged [disruptive]: ctest runs
+// these cases alone (RUN_SERIAL), since every connection to the broker dies with it. They need
+// LETTERBOX_RABBITMQ_DIR (set by `rabbitmq.sh run` and `start`) and skip with a warning without.
+
+#include <letterbox/amqp/transport.hpp>
+
+#include <letterbox/testing/transport_suite.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using letterbox::delivery;
+using letterbox::errc;
+using letterbox::message;
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr ? std::string() : std::string(v);
+}
+
+/// Runs `tests/tools/rabbitmq.sh <command>` on the broker of LETTERBOX_RABBITMQ_DIR (the script
+/// path is LETTERBOX_RABBITMQ_SCRIPT, which `rabbitmq.sh run` and `start` export).
+bool broker_command(const std::string& command) {
+    const auto script = env("LETTERBOX_RABBITMQ_SCRIPT");
+    const auto dir = env("LETTERBOX_RABBITMQ_DIR");
+    if (script.empty() || dir.empty())
+        return false;
+    const auto line = "'" + script + "' " + command + " '" + dir + "' >/dev/null 2>&1";
+    return std::system(line.c_str()) == 0;
+}
+
+bool can_restart_broker() {
+    if (!env("LETTERBOX_RABBITMQ_DIR").empty() && !env("LETTERBOX_RABBITMQ_SCRIPT").empty())
+        return true;
+    WARN("skipped: LETTERBOX_RABBITMQ_DIR or LETTERBOX_RABBITMQ_SCRIPT is not set (the broker "
+         "was not started by tests/tools/rabbitmq.sh), so it cannot be killed and restarted");
+    return false;
+}
+
+/// The broker crashes (SIGKILL) and comes back with its state.
+void crash_and_restart_broker() {
+    REQUIRE(broker_command("kill"));
+    REQUIRE(broker_command("restart"));
+}
+
+/// Like the conformance fixture of amqp_transport.cpp, and able to restart the broker: the
+/// suite's WM-15 check (publishing through two broker restarts) runs with it.
+struct restartable_fixture {
+    static constexpr letterbox::testing::transport_features features{
+        .guaranteed_order = true,
+        .guaranteed_order_with_single_subscriber = true,
+        .persistent = true,
+        .exactly_once_delivery = false,
+        .redelivery_on_nack = true,
+        .restartable = true,
+        .size = letterbox::testing::suite_size::short_sizes,
+        // A restart takes 5-10 s on these machines; publishes retry through it.
+        .timeout = std::chrono::seconds{90},
+        .quiet_period = std::chrono::milliseconds{200},
+        .queue_expires = std::chrono::minutes{10},
+    };
+
+    letterbox::amqp::transport make() {
+        letterbox::amqp::transport_options o;
+        o.reconnect_delay_max = 1000ms;
+        return letterbox::amqp::transport(io_.get_executor(), url_, o);
+    }
+
+    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (!done()) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= deadline)
+                return false;
+            io_.run_one_for(deadline - now);
+        }
+        return true;
+    }
+
+    std::string unique_name(std::string_view stem) { return names_(stem); }
+
+    void restart_broker() { crash_and_restart_broker(); }
+
+    std::string url_ = env("LETTERBOX_AMQP_URL");
+    boost::asio::io_context io_{};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
+        io_.get_executor()};
+    letterbox::testing::unique_names names_{"letterbox.recovery"};
+};
+
+} // namespace
+
+TEST_CASE("amqp transport: WM-15, publishes through two broker crashes are not lost",
+          "[.integration][amqp][disruptive]") {
+    REQUIRE_FALSE(env("LETTERBOX_AMQP_URL").empty());
+    if (!can_restart_broker())
+        return;
+    letterbox::testing::detail::run_transport_check<restartable_fixture>(
+        &letterbox::testing::detail::transport_check_publish_through_broker_restarts<
+            letterbox::amqp::transport>);
+}
+
+TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed; in-flight "
+          "publishes report outcome_unknown; the consumer resumes",
+          "[.integration][amqp][disruptive]") {
+    REQUIRE_FALSE(env("LETTERBOX_AMQP_URL").empty());
+    if (!can_restart_broker())
+        return;
+    restartable_fixture f;
+    auto publisher = f.make();
+    auto subscriber = f.make();
+    auto await = [&f](auto start) {
+        auto result = std::make_shared<std::optional<std::error_code>>();
+        start([result](std::error_code ec) { *result = ec; });
+        if (!f.run_until([&] { return result->has_value(); }, 30s))
+            return make_error_code(errc::timed_out);
+        return **result;
+    };
+
+    letterbox::topology::queue q;
+    q.name = f.unique_name("crash");
+    q.durable = true;
+    q.arguments.set("x-expires", std::int64_t{600000});
+    REQUIRE(await([&](auto done) { publisher.async_declare(q, done); }) == std::error_code{});
+
+    // The consumer acks everything, at prefetch 10, and records which bodies it saw.
+    auto seen = std::make_shared<std::multiset<std::string>>();
+    letterbox::consume_options o;
+    o.queue = q.name;
+    o.prefetch = 10;
+    auto consumed = std::make_shared<std::optional<std::error_code>>();
+    subscriber.async_consume(
+        o,
+        [seen, &subscriber](delivery d) {
+            seen->insert(d.msg.body);
+            subscriber.async_ack(d, [](std::error_code) {});
+        },
+        [consumed](std::error_code ec, std::string) { *consumed = ec; });
+    REQUIRE(f.run_until([&] { return consumed->has_value(); }, 30s));
+    REQUIRE(**consumed == std::error_code{});
+
+    // Publishes persistent messages 0..n-1 at once (the transport pipelines them) and records
+    // each outcome.
+    std::map<std::string, std::optional<std::error_code>> outcome;
+    auto publish_batch = [&](std::string_view prefix, int n) {
+        for (int i = 0; i < n; ++i) {
+            message m;
+            m.id = letterbox::message_id_generator{}();
+            m.routing_key = q.name;
+            m.properties.persistent = true;
+            m.body = std::string(prefix) + std::to_string(i);
+            outcome[m.body];
+            publisher.async_publish(
+                m, [&outcome, body = m.body](std::error_code ec) { outcome[body] = ec; });
+        }
+    };
+    auto settled = [&outcome] {
+        for (const auto& [body, ec] : outcome)
+            if (!ec)
+                return false;
+        return true;
+    };
+
+    // A first stream completes; a second is under way (its first confirm has arrived) when the
+    // broker is killed.
+    publish_batch("before-", 200);
+    REQUIRE(f.run_until(settled, 30s));
+    publish_batch("during-", 2000);
+    REQUIRE(f.run_until([&] { return outcome["during-0"].has_value(); }, 30s));
+    crash_and_restart_broker();
+    REQUIRE(f.run_until(settled, 60s));
+
+    std::size_t confirmed = 0;
+    std::size_t unknown = 0;
+    std::size_t unsent = 0;
+    for (const auto& [body, ec] : outcome) {
+        INFO(body << ": " << ec->message());
+        if (!*ec)
+            ++confirmed;
+        else if (*ec == errc::outcome_unknown)
+            ++unknown;
+        else if (*ec == errc::connection_closed)
+            ++unsent;
+        else
+            FAIL("unexpected outcome");
+    }
+    INFO(confirmed << " confirmed, " << unknown << " outcome_unknown, " << unsent
+                   << " refused unsent");
+    // Publishes in flight at the crash are never reported as successes they might not be.
+    CHECK(unknown > 0);
+    CHECK(confirmed >= 200);
+
+    // After the restart the transports reconnect by themselves: new publishes succeed (after a
+    // bounded number of refusals while they reconnect) and the consumer receives them.
+    std::error_code last = make_error_code(errc::timed_out);
+    for (int attempt = 0; attempt < 200 && last; ++attempt) {
+        message m;
+        m.id = letterbox::message_id_generator{}();
+        m.routing_key = q.name;
+        m.properties.persistent = true;
+        m.body = "after";
+        last = await([&](auto done) { publisher.async_publish(m, done); });
+        if (last) {
+            auto pause = std::make_shared<bool>(false);
+            boost::asio::steady_timer timer(f.io_, 50ms);
+            timer.async_wait([pause](boost::system::error_code) { *pause = true; });
+            f.run_until([&] { return *pause; }, 1s);
+        }
+    }
+    REQUIRE(last == std::error_code{});
+
+    // Nothing confirmed is lost: every confirmed body reaches the resumed consumer.
+    auto missing = [&] {
+        std::vector<std::string> out;
+        for (const auto& [body, ec] : outcome)
+            if (!*ec && !seen->contains(body))
+                out.push_back(body);
+        return out;
+    };
+    CHECK(f.run_until([&] { return missing().empty() && seen->contains("after"); }, 60s));
+    const auto lost = missing();
+    INFO("first lost: " << (lost.empty() ? std::string("-") : lost.front()));
+    CHECK(lost.empty());
+
+    CHECK(await([&](auto done) { subscriber.async_close(done); }) == std::error_code{});
+    CHECK(await([&](auto done) { publisher.async_close(done); }) == std::error_code{});
+}
