@@ -131,7 +131,11 @@ bench: deps
 	@found=0; \
 	for exe in $(BUILD)/release/benchmarks/bench_*; do \
 	    [ -x "$$exe" ] && [ -f "$$exe" ] || continue; \
-	    found=1; echo "== $$exe"; "$$exe"; \
+	    found=1; echo "== $$exe"; \
+	    case "$$exe" in \
+	        */bench_amqp) $(WITH_BROKER) "$$exe" ;; \
+	        *) "$$exe" ;; \
+	    esac; \
 	done; \
 	[ $$found -eq 1 ] || echo "make bench: no benchmarks yet (benchmarks/<name>.cpp or benchmarks/<name>/main.cpp)"
 
