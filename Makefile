@@ -7,7 +7,8 @@
 #                      ThreadSanitizer pass (make tsan)
 #   make asan          only the ASan+UBSan part of make test (with its broker)
 #   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads` (with a broker)
-#   make demo          Release build in build/release, runs examples 02 (outbox), 01 (routing), 03 (poison)
+#   make demo          Release build in build/release, runs examples 02 (outbox), 01 (routing), 03 (poison),
+#                      04 (e-mail worker, in memory)
 #   make bench         Release build with benchmarks, runs every bench_*
 #   make format        clang-format -i;  make format-check: fail on unformatted files
 #   make clean         remove build/
@@ -115,7 +116,7 @@ release-configure: deps
 	    $(RELEASE_ARGS)
 
 # The main job: the transactional outbox through a broker outage, then topic routing.
-DEMOS := 02_transactional_outbox 01_topic_routing 03_poison_message_and_replay
+DEMOS := 02_transactional_outbox 01_topic_routing 03_poison_message_and_replay 04_email_worker
 demo: deps
 	$(MAKE) --no-print-directory release-configure
 	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target $(addprefix example_,$(DEMOS))
