@@ -178,6 +178,8 @@ public:
     }
 
     std::error_code settle(const delivery& d, int how, bool requeue) {
+        if (closed_)
+            return errc::closed;
         auto it = channels_.find(d.channel);
         if (it == channels_.end() || !it->second.is_open())
             return errc::channel_closed; // the delivery will be redelivered
@@ -299,6 +301,24 @@ private:
         });
     }
 
+    // A consumer's channel closed under it. A channel error (settling an unknown delivery tag,
+    // 406) requeued its deliveries: consume again on a new channel, as amqp::transport does. A
+    // lost connection is left to `connect`, which subscribes every consumer again; a cancelled
+    // consumer's channel closing (see `retire`) is no news.
+    void on_consumer_channel_closed(const std::shared_ptr<subscription>& sub, std::uint64_t id) {
+        channels_.erase(id);
+        if (closed_ || !conn_.is_open() || sub->ch.id() != id)
+            return;
+        auto it = subscriptions_.find(sub->options.consumer_tag);
+        if (it == subscriptions_.end() || it->second != sub)
+            return;
+        sub->pending.clear();
+        if (subscribe(sub)) {
+            channels_.erase(sub->ch.id());
+            subscriptions_.erase(it);
+        }
+    }
+
     void on_broker_cancel(const std::string& tag) {
         auto it = subscriptions_.find(tag);
         if (it == subscriptions_.end())
@@ -374,6 +394,20 @@ private:
         auto& sub = *p;
         sub.ch = conn_.open_channel();
         channels_[sub.ch.id()] = sub.ch;
+        {
+            std::weak_ptr<transport_state> self = weak_from_this();
+            std::weak_ptr<subscription> weak_sub = p;
+            sub.ch.on_close([self, weak_sub, id = sub.ch.id()](const close_reason&) {
+                // Posted: the close happens inside the broker operation that caused it.
+                if (auto s = self.lock())
+                    boost::asio::post(s->executor(), [self, weak_sub, id] {
+                        auto s2 = self.lock();
+                        auto sp = weak_sub.lock();
+                        if (s2 && sp)
+                            s2->on_consumer_channel_closed(sp, id);
+                    });
+            });
+        }
         auto ec = sub.ch.basic_qos(sub.options.prefetch);
         if (ec)
             return ec;

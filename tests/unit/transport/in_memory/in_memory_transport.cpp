@@ -363,3 +363,51 @@ TEST_CASE("a consumer whose queue is gone after a restart is dropped, not revive
     CHECK(w.broker.queue("transient")->consumers == 0);
     CHECK(w.broker.queue("transient")->ready == 1);
 }
+
+TEST_CASE("a consumer whose channel fails on an unknown delivery tag consumes again and gets its "
+          "deliveries back",
+          "[transport][in_memory]") {
+    world w;
+    letterbox::in_memory_transport t(w.broker);
+    REQUIRE_FALSE(declare_queue(w, t, "q"));
+    for (const char* body : {"m1", "m2"})
+        REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("q", body), done); }));
+    std::vector<letterbox::delivery> got;
+    t.async_consume(
+        consume_from("q"), [&got](letterbox::delivery d) { got.push_back(std::move(d)); },
+        [](std::error_code, std::string) {});
+    REQUIRE(w.run_until([&] { return got.size() == 2; }));
+
+    // RabbitMQ closes the channel with 406 and requeues both; as amqp::transport does, the
+    // settle reports it and the consumer goes on, on a new channel.
+    auto unknown = got[1];
+    unknown.delivery_tag += 100;
+    CHECK(w.await([&](auto done) { t.async_ack(unknown, done); }) == errc::precondition_failed);
+    REQUIRE(w.run_until([&] { return got.size() == 4; }));
+    CHECK(got[2].msg.body == "m1");
+    CHECK(got[3].msg.body == "m2");
+    CHECK(got[2].redelivered);
+    CHECK(got[3].redelivered);
+    CHECK(w.await([&](auto done) { t.async_ack(got[0], done); }) == errc::channel_closed);
+    CHECK_FALSE(w.await([&](auto done) { t.async_ack(got[2], done); }));
+    CHECK_FALSE(w.await([&](auto done) { t.async_ack(got[3], done); }));
+    w.settle();
+    CHECK(w.broker.queue("q")->ready == 0);
+    CHECK(w.broker.total_unacked() == 0);
+}
+
+TEST_CASE("settling after close completes with closed, like every other operation",
+          "[transport][in_memory]") {
+    world w;
+    letterbox::in_memory_transport t(w.broker);
+    REQUIRE_FALSE(declare_queue(w, t, "q"));
+    REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("q"), done); }));
+    std::vector<letterbox::delivery> got;
+    t.async_consume(
+        consume_from("q"), [&got](letterbox::delivery d) { got.push_back(std::move(d)); },
+        [](std::error_code, std::string) {});
+    REQUIRE(w.run_until([&] { return got.size() == 1; }));
+    REQUIRE_FALSE(w.await([&](auto done) { t.async_close(done); }));
+    CHECK(w.await([&](auto done) { t.async_ack(got[0], done); }) == errc::closed);
+    CHECK(w.await([&](auto done) { t.async_reject(got[0], true, done); }) == errc::closed);
+}

@@ -737,6 +737,33 @@ TEST_CASE("headers exchange void binding values match presence and values compar
     CHECK(fx.drain("case") == std::vector<std::string>{"Red"});
 }
 
+TEST_CASE("headers exchange compares numbers by value whatever their types, as 3.10.8 does",
+          "[transport][in_memory]") {
+    broker_fixture fx;
+    fx.declare_exchange("H", topology::exchange_type::headers);
+    fx.declare_queue("int");
+    fx.declare_queue("double");
+    fx.declare_queue("decimal");
+    fx.bind("int", "H", "", {{"x-match", "any"}, {"v", std::int32_t{7}}});
+    fx.bind("double", "H", "", {{"x-match", "any"}, {"v", 2.5}});
+    fx.bind("decimal", "H", "", {{"x-match", "any"}, {"v", letterbox::decimal{1, 25}}});
+    REQUIRE_FALSE(fx.ch.basic_publish(with_headers({{"v", std::int8_t{7}}}, "int8")));
+    REQUIRE_FALSE(fx.ch.basic_publish(with_headers({{"v", std::uint16_t{7}}}, "uint16")));
+    REQUIRE_FALSE(fx.ch.basic_publish(with_headers({{"v", std::int64_t{7}}}, "int64")));
+    REQUIRE_FALSE(fx.ch.basic_publish(with_headers({{"v", 7.0}}, "double 7")));
+    REQUIRE_FALSE(fx.ch.basic_publish(
+        with_headers({{"v", letterbox::timestamp{std::chrono::seconds{7}}}}, "timestamp")));
+    REQUIRE_FALSE(fx.ch.basic_publish(with_headers({{"v", "7"}}, "string")));
+    REQUIRE_FALSE(fx.ch.basic_publish(with_headers({{"v", 2.5F}}, "float 2.5")));
+    REQUIRE_FALSE(
+        fx.ch.basic_publish(with_headers({{"v", letterbox::decimal{1, 25}}}, "decimal 2.5")));
+    CHECK(fx.drain("int") ==
+          std::vector<std::string>{"int8", "uint16", "int64", "double 7", "timestamp"});
+    CHECK(fx.drain("double") == std::vector<std::string>{"float 2.5"});
+    // A decimal is not a number to Erlang's ==: it matches only an equal decimal.
+    CHECK(fx.drain("decimal") == std::vector<std::string>{"decimal 2.5"});
+}
+
 TEST_CASE("headers exchange refuses a binding whose x-match is not one of the four modes with 406",
           "[transport][in_memory]") {
     broker_fixture fx;
