@@ -157,6 +157,11 @@ private:
     boost::asio::steady_timer heartbeat_timer_; // heartbeat ticks
     url url_{};
     state state_ = state::idle;
+    // The handshake method the server may send next: connection.start, then connection.tune
+    // (after start-ok), then connection.open-ok (after tune-ok and open). Anything else while
+    // handshaking, a repeated start or tune included, is command_invalid.
+    enum class handshake_step { start, tune, open_ok };
+    handshake_step handshake_step_ = handshake_step::start;
     std::error_code error_{};
     done_handler connect_done_{};
     std::vector<done_handler> close_done_{};

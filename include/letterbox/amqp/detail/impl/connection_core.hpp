@@ -511,7 +511,7 @@ inline void connection_core::handle_connection_method(codec::command&& cmd) {
     if (state_ == state::closing)
         return; // after connection.close only close and close-ok matter
     if (auto* start = std::get_if<codec::connection_start>(&m)) {
-        if (state_ != state::handshaking)
+        if (state_ != state::handshaking || handshake_step_ != handshake_step::start)
             return protocol_error(make_error_code(errc::command_invalid),
                                   "letterbox: unexpected connection.start");
         if (start->version_major != 0 || start->version_minor != 9)
@@ -531,13 +531,14 @@ inline void connection_core::handle_connection_method(codec::command&& cmd) {
         ok.response += url_.password;
         ok.locale = "en_US";
         (void)writer_.write_method(out_, 0, ok);
+        handshake_step_ = handshake_step::tune;
         return flush();
     }
     if (std::holds_alternative<codec::connection_secure>(m))
         return protocol_error(make_error_code(errc::not_implemented),
                               "letterbox: SASL challenges are not supported (PLAIN only)");
     if (auto* tune = std::get_if<codec::connection_tune>(&m)) {
-        if (state_ != state::handshaking)
+        if (state_ != state::handshaking || handshake_step_ != handshake_step::tune)
             return protocol_error(make_error_code(errc::command_invalid),
                                   "letterbox: unexpected connection.tune");
         std::error_code ec;
@@ -561,12 +562,13 @@ inline void connection_core::handle_connection_method(codec::command&& cmd) {
             codec::connection_tune_ok{channel_max_, frame_max,
                                       static_cast<std::uint16_t>(heartbeat_.count())});
         (void)writer_.write_method(out_, 0, codec::connection_open{url_.vhost});
+        handshake_step_ = handshake_step::open_ok;
         flush();
         start_heartbeat();
         return;
     }
     if (std::holds_alternative<codec::connection_open_ok>(m)) {
-        if (state_ != state::handshaking)
+        if (state_ != state::handshaking || handshake_step_ != handshake_step::open_ok)
             return protocol_error(make_error_code(errc::command_invalid),
                                   "letterbox: unexpected connection.open-ok");
         state_ = state::open;
