@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -342,5 +343,52 @@ TEST_CASE("amqp transport: a consumer survives the broker closing its connection
     REQUIRE(last == std::error_code{});
     REQUIRE(
         b.f.run_until([&] { return !got->empty() && got->back().msg.body == "after"; }, b.timeout));
+    CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
+}
+
+TEST_CASE("amqp transport: publishes wait while the broker blocks publishing, then complete",
+          "[.integration][amqp][disruptive]") {
+    if (std::getenv("LETTERBOX_RABBITMQ_DIR") == nullptr) {
+        WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
+             "tests/tools/rabbitmq.sh), so rabbitmqctl cannot raise a memory alarm");
+        return;
+    }
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "blocked");
+
+    // A memory watermark of 0 raises the memory alarm: the broker sends connection.blocked and
+    // stops reading from publishing connections until the alarm clears.
+    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0"));
+    struct restore_watermark {
+        ~restore_watermark() { (void)rabbitmqctl("set_vm_memory_high_watermark 0.4"); }
+    } restore;
+    std::vector<std::optional<std::error_code>> results(3);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        message m;
+        m.id = letterbox::message_id_generator{}();
+        m.routing_key = queue;
+        m.body = "while blocked " + std::to_string(i);
+        t.async_publish(m, [&results, i](std::error_code ec) { results[i] = ec; });
+    }
+    auto completed = [&] {
+        return std::count_if(results.begin(), results.end(),
+                             [](const auto& r) { return r.has_value(); });
+    };
+    // Nothing completes while the alarm lasts: neither a success the broker did not give nor
+    // an error (the publishes are not lost, only held).
+    CHECK_FALSE(b.f.run_until([&] { return completed() > 0; }, std::chrono::milliseconds{2000}));
+
+    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0.4"));
+    REQUIRE(b.f.run_until([&] { return completed() == 3; }, b.timeout));
+    for (const auto& r : results)
+        CHECK(*r == std::error_code{});
+    std::optional<std::uint32_t> depth;
+    t.async_queue_depth(queue, [&](std::error_code ec, std::uint32_t n) {
+        CHECK(!ec);
+        depth = n;
+    });
+    REQUIRE(b.f.run_until([&] { return depth.has_value(); }, b.timeout));
+    CHECK(*depth == 3);
     CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
 }
