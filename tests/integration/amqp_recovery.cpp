@@ -8,7 +8,8 @@
 
 #include <letterbox/testing/transport_suite.hpp>
 
-#include <boost/asio/executor_work_guard.hpp>
+#include "amqp_broker.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -63,49 +64,24 @@ void crash_and_restart_broker() {
     REQUIRE(broker_command("restart"));
 }
 
-/// Like the conformance fixture of amqp_transport.cpp, and able to restart the broker: the
-/// suite's WM-15 check (publishing through two broker restarts) runs with it.
-struct restartable_fixture {
-    static constexpr letterbox::testing::transport_features features{
-        .guaranteed_order = true,
-        .guaranteed_order_with_single_subscriber = true,
-        .persistent = true,
-        .exactly_once_delivery = false,
-        .redelivery_on_nack = true,
-        .restartable = true,
-        .size = letterbox::testing::suite_size::short_sizes,
+/// The conformance fixture of amqp_transport.cpp, able to restart the broker: the suite's
+/// WM-15 check (publishing through two broker restarts) runs with it.
+struct restartable_fixture : amqp_test::amqp_transport_fixture {
+    static constexpr letterbox::testing::transport_features features = [] {
+        auto f = amqp_transport_fixture::features;
+        f.restartable = true;
         // A restart takes 5-10 s on these machines; publishes retry through it.
-        .timeout = std::chrono::seconds{90},
-        .quiet_period = std::chrono::milliseconds{200},
-        .queue_expires = std::chrono::minutes{10},
-    };
+        f.timeout = std::chrono::seconds{90};
+        return f;
+    }();
 
     letterbox::amqp::transport make() {
         letterbox::amqp::transport_options o;
         o.reconnect_delay_max = 1000ms;
-        return letterbox::amqp::transport(io_.get_executor(), url_, o);
+        return amqp_transport_fixture::make(o);
     }
-
-    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (!done()) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now >= deadline)
-                return false;
-            io_.run_one_for(deadline - now);
-        }
-        return true;
-    }
-
-    std::string unique_name(std::string_view stem) { return names_(stem); }
 
     void restart_broker() { crash_and_restart_broker(); }
-
-    std::string url_ = env("LETTERBOX_AMQP_URL");
-    boost::asio::io_context io_{};
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
-        io_.get_executor()};
-    letterbox::testing::unique_names names_{"letterbox.recovery"};
 };
 
 } // namespace
@@ -222,7 +198,7 @@ TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed; in
         last = await([&](auto done) { publisher.async_publish(m, done); });
         if (last) {
             auto pause = std::make_shared<bool>(false);
-            boost::asio::steady_timer timer(f.io_, 50ms);
+            boost::asio::steady_timer timer(f.io(), 50ms);
             timer.async_wait([pause](boost::system::error_code) { *pause = true; });
             f.run_until([&] { return *pause; }, 1s);
         }

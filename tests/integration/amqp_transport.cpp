@@ -7,6 +7,8 @@
 
 #include <letterbox/testing/transport_suite.hpp>
 
+#include "amqp_broker.hpp"
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -30,58 +32,7 @@ static_assert(letterbox::queue_reader<letterbox::amqp::transport>);
 
 namespace {
 
-/// The broker URL from the environment; fails the test case when it is missing.
-std::string broker_url() {
-    const char* url = std::getenv("LETTERBOX_AMQP_URL");
-    if (url == nullptr || *url == '\0')
-        FAIL("LETTERBOX_AMQP_URL is not set: start a broker with `export $(tests/tools/rabbitmq.sh "
-             "start)` (or run through `tests/tools/rabbitmq.sh run -- ...`) and run again");
-    return url;
-}
-
-//[amqp_transport_fixture
-/// A real broker per test case (the same one for all), reached through a single-threaded
-/// io_context that runs only inside run_until, on the suite's thread.
-struct amqp_transport_fixture {
-    static constexpr letterbox::testing::transport_features features{
-        .guaranteed_order = true,
-        .guaranteed_order_with_single_subscriber = true,
-        .persistent = true,
-        .exactly_once_delivery = false,
-        .redelivery_on_nack = true,
-        .restartable = false,
-        .size = letterbox::testing::suite_size::short_sizes,
-        .timeout = std::chrono::seconds{20},
-        .quiet_period = std::chrono::milliseconds{200},
-        // A shared broker forgets the suite's queues ten minutes after a run.
-        .queue_expires = std::chrono::minutes{10},
-    };
-
-    letterbox::amqp::transport make() {
-        return letterbox::amqp::transport(io_.get_executor(), url_);
-    }
-
-    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (!done()) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now >= deadline)
-                return false;
-            io_.run_one_for(deadline - now);
-        }
-        return true;
-    }
-
-    std::string unique_name(std::string_view stem) { return names_(stem); }
-
-private:
-    std::string url_ = broker_url();
-    boost::asio::io_context io_{};
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
-        io_.get_executor()};
-    letterbox::testing::unique_names names_{"letterbox.amqp"};
-};
-//]
+using amqp_test::amqp_transport_fixture;
 
 static_assert(letterbox::testing::transport_suite_fixture<amqp_transport_fixture>);
 
@@ -118,6 +69,32 @@ struct broker {
         q.arguments.set("x-expires", std::int64_t{600000});
         REQUIRE(await([&](auto done) { t.async_declare(q, done); }) == std::error_code{});
         return q.name;
+    }
+
+    /// Publishes `body` to `queue` once and waits for the outcome.
+    std::error_code publish(letterbox::amqp::transport& t, const std::string& queue,
+                            std::string body) {
+        message m;
+        m.id = letterbox::message_id_generator{}();
+        m.routing_key = queue;
+        m.body = std::move(body);
+        return await([&](auto done) { t.async_publish(m, done); });
+    }
+
+    /// After a lost connection, publishes fail (connection_closed, outcome_unknown) until the
+    /// transport has reconnected, declared its queue again and resubscribed: publishes `body`
+    /// until one is confirmed, within `timeout` and 1,000 attempts; returns the last outcome.
+    std::error_code publish_until_confirmed(letterbox::amqp::transport& t, const std::string& queue,
+                                            const std::string& body) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        std::error_code last = make_error_code(letterbox::errc::timed_out);
+        for (int attempt = 0; attempt < 1000 && std::chrono::steady_clock::now() < deadline;
+             ++attempt) {
+            last = publish(t, queue, body);
+            if (!last)
+                break;
+        }
+        return last;
     }
 };
 
@@ -242,27 +219,11 @@ TEST_CASE("amqp transport: a consumer survives a lost connection and resumes",
     REQUIRE(b.f.run_until([&] { return consumed->has_value(); }, b.timeout));
     REQUIRE(**consumed == std::error_code{});
 
-    auto publish = [&](std::string body) {
-        message m;
-        m.id = letterbox::message_id_generator{}();
-        m.routing_key = queue;
-        m.body = std::move(body);
-        return b.await([&](auto done) { t.async_publish(m, done); });
-    };
-    REQUIRE(publish("before") == std::error_code{});
+    REQUIRE(b.publish(t, queue, "before") == std::error_code{});
     REQUIRE(b.f.run_until([&] { return got->size() == 1; }, b.timeout));
 
     t.simulate_connection_loss();
-    // Publishes fail (connection_closed, outcome_unknown) until the transport has reconnected,
-    // declared its queue again and resubscribed; then they succeed and reach the consumer.
-    const auto deadline = std::chrono::steady_clock::now() + b.timeout;
-    std::error_code last = make_error_code(letterbox::errc::timed_out);
-    while (std::chrono::steady_clock::now() < deadline) {
-        last = publish("after");
-        if (!last)
-            break;
-    }
-    REQUIRE(last == std::error_code{});
+    REQUIRE(b.publish_until_confirmed(t, queue, "after") == std::error_code{});
     REQUIRE(
         b.f.run_until([&] { return !got->empty() && got->back().msg.body == "after"; }, b.timeout));
     CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
@@ -325,22 +286,7 @@ TEST_CASE("amqp transport: a consumer survives the broker closing its connection
     // (320) meanwhile, which the transport reads once run_until runs again.
     REQUIRE(rabbitmqctl("close_all_connections 'letterbox integration test'"));
 
-    auto publish = [&](std::string body) {
-        message m;
-        m.id = letterbox::message_id_generator{}();
-        m.routing_key = queue;
-        m.body = std::move(body);
-        return b.await([&](auto done) { t.async_publish(m, done); });
-    };
-    const auto deadline = std::chrono::steady_clock::now() + b.timeout;
-    std::error_code last = make_error_code(letterbox::errc::timed_out);
-    int attempts = 0;
-    while (std::chrono::steady_clock::now() < deadline && attempts++ < 1000) {
-        last = publish("after");
-        if (!last)
-            break;
-    }
-    REQUIRE(last == std::error_code{});
+    REQUIRE(b.publish_until_confirmed(t, queue, "after") == std::error_code{});
     REQUIRE(
         b.f.run_until([&] { return !got->empty() && got->back().msg.body == "after"; }, b.timeout));
     CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
