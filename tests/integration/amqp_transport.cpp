@@ -338,3 +338,48 @@ TEST_CASE("amqp transport: publishes wait while the broker blocks publishing, th
     CHECK(*depth == 3);
     CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
 }
+
+TEST_CASE("amqp transport: acks of one turn go out together, and before a close that follows them",
+          "[.integration][amqp]") {
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "acks");
+    for (int i = 0; i < 20; ++i)
+        REQUIRE(b.publish(t, queue, "m" + std::to_string(i)) == std::error_code{});
+
+    // Ack all but the first delivery (so no multiple ack may cover it), then the first.
+    auto got = std::make_shared<std::vector<delivery>>();
+    letterbox::consume_options o;
+    o.queue = queue;
+    o.prefetch = 20;
+    t.async_consume(
+        o, [got](delivery d) { got->push_back(std::move(d)); },
+        [](std::error_code, std::string) {});
+    REQUIRE(b.f.run_until([&] { return got->size() == 20; }, b.timeout));
+    auto acked = std::make_shared<int>(0);
+    for (std::size_t i = 1; i < got->size(); ++i)
+        t.async_ack((*got)[i], [acked](std::error_code ec) {
+            CHECK(!ec);
+            ++*acked;
+        });
+    REQUIRE(b.f.run_until([&] { return *acked == 19; }, b.timeout));
+    std::optional<std::uint32_t> depth;
+    auto other = b.f.make();
+    // The last ack is accepted just before the close: it must reach the broker before
+    // connection.close (a lost ack would requeue the message).
+    t.async_ack(got->front(), [acked](std::error_code ec) {
+        CHECK(!ec);
+        ++*acked;
+    });
+    std::optional<std::error_code> closed;
+    t.async_close([&](std::error_code ec) { closed = ec; });
+    REQUIRE(b.f.run_until([&] { return closed.has_value(); }, b.timeout));
+    CHECK(*acked == 20);
+    other.async_queue_depth(queue, [&](std::error_code ec, std::uint32_t n) {
+        CHECK(!ec);
+        depth = n;
+    });
+    REQUIRE(b.f.run_until([&] { return depth.has_value(); }, b.timeout));
+    CHECK(*depth == 0); // every ack, the last one included, reached the broker before the close
+    CHECK(b.await([&](auto done) { other.async_close(done); }) == std::error_code{});
+}

@@ -343,6 +343,23 @@ depth_result queue_depth(transport_harness<Transport>& h, Transport& t, const st
     return **result;
 }
 
+/// The queue's depth once it reads `expected`, polled until `features.timeout`. For a depth
+/// that a settle on another channel changes: RabbitMQ applies a requeue asynchronously, so a
+/// depth asked on another channel right after the nack may not count it yet.
+template <transport Transport>
+depth_result queue_depth_settled(transport_harness<Transport>& h, Transport& t,
+                                 const std::string& queue, std::uint32_t expected) {
+    const auto deadline = std::chrono::steady_clock::now() + h.features.timeout;
+    auto depth = queue_depth(h, t, queue);
+    for (int polls = 0; polls < 1000 && !depth.ec && depth.ready != expected &&
+                        std::chrono::steady_clock::now() < deadline;
+         ++polls) {
+        h.run_until([] { return false; }, std::chrono::milliseconds{10});
+        depth = queue_depth(h, t, queue);
+    }
+    return depth;
+}
+
 /// What a consumer's delivery handler does with a delivery.
 enum class settle_action { ack, nack_requeue, nack_drop, reject_requeue, reject_drop, hold };
 
@@ -1598,7 +1615,7 @@ void transport_check_get_then_nack_requeues(transport_harness<Transport>& h) {
         CHECK(describe(reject) == success);
         CHECK(describe(ack(h, t, again[1])) == success);
         CHECK(describe(nack(h, t, again[2], true)) == success);
-        const auto depth = queue_depth(h, t, queue);
+        const auto depth = queue_depth_settled(h, t, queue, 1);
         CHECK(describe(depth.ec) == success);
         CHECK(depth.ready == 1);
     }

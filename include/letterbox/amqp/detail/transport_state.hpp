@@ -17,6 +17,7 @@
 #include <letterbox/topology/queue.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -118,11 +119,14 @@ private:
         std::optional<std::string> message_id;
         bool returned = false;
     };
-    // A channel whose deliveries can be settled, with the tags it still owes an answer for.
+    // A channel whose deliveries can be settled, with the tags it still owes an answer for,
+    // and the acks of this strand turn, sent together by flush_acks.
     struct settle_entry {
         std::shared_ptr<channel_core> ch;
         std::set<std::uint64_t> unacked;
         bool retired = false;
+        std::vector<std::uint64_t> acks{};
+        bool flush_posted = false;
     };
     using declaration = std::variant<topology::exchange, topology::queue, topology::binding>;
 
@@ -155,6 +159,7 @@ private:
                              codec::command&& cmd);
     void on_consumer_closed(const std::weak_ptr<subscription>& sub, std::uint64_t uid);
     void retire(std::uint64_t uid);
+    void flush_acks(std::uint64_t uid);
     void cancel_now(const std::shared_ptr<subscription>& sub, completion done);
 
     bool connection_usable() const { return conn_ && conn_->is_open() && !closed_; }

@@ -160,6 +160,10 @@ inline void transport_state::close(completion done) {
     closed_ = true;
     phase_ = phase::closed;
     timer_.cancel();
+    // Acks accepted before the close go out before connection.close.
+    for (auto& [uid, entry] : channels_)
+        if (!entry.acks.empty() && entry.ch->is_open())
+            flush_acks(uid);
     fail_unconfirmed(make_error_code(errc::outcome_unknown));
     fail_outbox(make_error_code(errc::outcome_unknown));
     fail_waiters(make_error_code(errc::closed));
@@ -716,10 +720,34 @@ inline void transport_state::retire(std::uint64_t uid) {
         it->second.retired = true;
         return;
     }
+    flush_acks(uid);
     auto ch = it->second.ch;
     channels_.erase(it);
     if (ch->is_open())
         ch->close(nullptr);
+}
+
+// The acks of one strand turn (a consumer acking the deliveries of one read) go out as one
+// `basic.ack(multiple)` when no tag below the highest is still owed, or one by one otherwise:
+// fewer frames for the broker to process, and the same outcome.
+inline void transport_state::flush_acks(std::uint64_t uid) {
+    auto it = channels_.find(uid);
+    if (it == channels_.end())
+        return;
+    auto& entry = it->second;
+    entry.flush_posted = false;
+    if (entry.acks.empty())
+        return;
+    auto acks = std::move(entry.acks);
+    entry.acks.clear();
+    std::sort(acks.begin(), acks.end());
+    const auto highest = acks.back();
+    if (acks.size() > 1 && (entry.unacked.empty() || *entry.unacked.begin() > highest)) {
+        (void)entry.ch->send(codec::basic_ack{highest, true});
+        return;
+    }
+    for (const auto tag : acks)
+        (void)entry.ch->send(codec::basic_ack{tag, false});
 }
 
 inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag, int how, bool requeue,
@@ -735,6 +763,19 @@ inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag, in
     // deliveries, as the in-memory model does. The frame still goes out so that both behave
     // the same, and the caller learns it now rather than from the broker's asynchronous close.
     const bool known = entry.unacked.erase(tag) == 1;
+    if (how == 0 && known) {
+        entry.acks.push_back(tag);
+        if (entry.retired && entry.unacked.empty())
+            retire(channel); // flushes the acks, then closes the channel
+        else if (!entry.flush_posted) {
+            entry.flush_posted = true;
+            boost::asio::post(strand_,
+                              [self = shared_from_this(), channel] { self->flush_acks(channel); });
+        }
+        return done({});
+    }
+    // Anything else on this channel goes out after the acks already accepted.
+    flush_acks(channel);
     std::error_code ec;
     switch (how) {
     case 0:
