@@ -2,10 +2,25 @@
 #pragma once
 
 /// The `letterbox::testing` component: conformance suites for the `transport`,
-/// `outbox_store` and `inbox_store` concepts, the archetypes, and the seed helpers of
-/// randomised tests. Needs Catch2 2.13 and RapidCheck; link `letterbox::testing`.
+/// `outbox_store` and `inbox_store` concepts, the archetypes, the seed helpers of randomised
+/// tests, and the history recorder with its invariant checkers. Needs Catch2 2.13 and
+/// RapidCheck; link `letterbox::testing`.
 #include <letterbox/testing/archetypes.hpp>
+#include <letterbox/testing/check_aggregate_order.hpp>
+#include <letterbox/testing/check_all.hpp>
+#include <letterbox/testing/check_bounded_redelivery.hpp>
+#include <letterbox/testing/check_convergence.hpp>
+#include <letterbox/testing/check_determinism.hpp>
+#include <letterbox/testing/check_no_duplicate_effect.hpp>
+#include <letterbox/testing/check_no_loss.hpp>
+#include <letterbox/testing/check_no_phantom.hpp>
+#include <letterbox/testing/check_poison_isolation.hpp>
+#include <letterbox/testing/history.hpp>
+#include <letterbox/testing/history_event.hpp>
+#include <letterbox/testing/history_expectations.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
+#include <letterbox/testing/invariant.hpp>
+#include <letterbox/testing/invariant_violation.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
 #include <letterbox/testing/seed.hpp>
 #include <letterbox/testing/transport_features.hpp>

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <letterbox/testing/check_all.hpp>
 
+#include <letterbox/message.hpp>
+
 #include "history_script.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <vector>
 
 using namespace history_test;
@@ -49,4 +52,31 @@ TEST_CASE("check_all runs every checker, grouped by invariant", "[testing][histo
     const auto with_replay = check_all(s.h, other.h, lax);
     REQUIRE(with_replay.size() == 5);
     CHECK(with_replay.back().which == invariant::determinism);
+}
+
+TEST_CASE("a history recorded through the public API is checked", "[testing][history][check-all]") {
+    //[history_record_and_check
+    using namespace letterbox::testing;
+    using namespace std::chrono_literals;
+
+    letterbox::message_id_generator ids(42);
+    const auto first = ids();
+    const auto second = ids();
+
+    history h; // the simulation records what happens, with virtual time
+    h.record(0us, transaction_committed{{{first, "order/7", 1}, {second, "order/7", 2}}});
+    h.record(1us, broker_delivered{.consumer = "billing", .id = second});
+    h.record(2us, effect_applied{
+                      .consumer = "billing", .id = second, .aggregate = "order/7", .sequence = 2});
+    h.record(3us, broker_delivered{.consumer = "billing", .id = first});
+    h.record(4us, effect_applied{
+                      .consumer = "billing", .id = first, .aggregate = "order/7", .sequence = 1});
+
+    const auto violations =
+        check_all(h, {.consumers = {"billing"}, .max_deliveries = 5, .settle_within = 1s});
+    REQUIRE(violations.size() == 1); // sequence 2 overtook sequence 1
+    CHECK(violations[0].which == invariant::aggregate_order);
+    CHECK(violations[0].id == second);
+    CHECK(violations[0].events == std::vector<std::size_t>{2, 0, 4});
+    //]
 }
