@@ -25,6 +25,7 @@
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 
+#include "amqp_broker.hpp"
 #include "support/simulation.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -86,14 +87,7 @@ private:
     test_support::simulation sim_;
 };
 
-/// The broker LETTERBOX_AMQP_URL names; fails the test case when the variable is not set.
-inline std::string broker_url() {
-    const char* url = std::getenv("LETTERBOX_AMQP_URL");
-    if (url == nullptr || *url == '\0')
-        FAIL("LETTERBOX_AMQP_URL is not set: run through `tests/tools/rabbitmq.sh run -- ...` or "
-             "`export $(tests/tools/rabbitmq.sh start)` first");
-    return url;
-}
+using amqp_test::broker_url;
 
 /// A real RabbitMQ, reached through a single-threaded io_context that runs only while the
 /// scenario waits, on the test's thread.
