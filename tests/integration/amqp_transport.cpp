@@ -71,6 +71,26 @@ struct broker {
         return q.name;
     }
 
+    /// Starts a consumer on `queue` that records every delivery and acks it; returns once the
+    /// consume completed (REQUIREs success). The deliveries are appended to the vector.
+    std::shared_ptr<std::vector<delivery>> consume_acking_all(letterbox::amqp::transport& t,
+                                                              const std::string& queue) {
+        auto got = std::make_shared<std::vector<delivery>>();
+        letterbox::consume_options o;
+        o.queue = queue;
+        auto consumed = std::make_shared<std::optional<std::error_code>>();
+        t.async_consume(
+            o,
+            [got, &t](delivery d) {
+                got->push_back(d);
+                t.async_ack(d, [](std::error_code) {});
+            },
+            [consumed](std::error_code ec, std::string) { *consumed = ec; });
+        REQUIRE(f.run_until([&] { return consumed->has_value(); }, timeout));
+        REQUIRE(**consumed == std::error_code{});
+        return got;
+    }
+
     /// Publishes `body` to `queue` once and waits for the outcome.
     std::error_code publish(letterbox::amqp::transport& t, const std::string& queue,
                             std::string body) {
@@ -205,19 +225,7 @@ TEST_CASE("amqp transport: a consumer survives a lost connection and resumes",
     broker b;
     auto t = b.f.make();
     const auto queue = b.fresh_queue(t, "survive");
-    auto got = std::make_shared<std::vector<delivery>>();
-    letterbox::consume_options o;
-    o.queue = queue;
-    auto consumed = std::make_shared<std::optional<std::error_code>>();
-    t.async_consume(
-        o,
-        [got, &t](delivery d) {
-            got->push_back(d);
-            t.async_ack(d, [](std::error_code) {});
-        },
-        [consumed](std::error_code ec, std::string) { *consumed = ec; });
-    REQUIRE(b.f.run_until([&] { return consumed->has_value(); }, b.timeout));
-    REQUIRE(**consumed == std::error_code{});
+    const auto got = b.consume_acking_all(t, queue);
 
     REQUIRE(b.publish(t, queue, "before") == std::error_code{});
     REQUIRE(b.f.run_until([&] { return got->size() == 1; }, b.timeout));
@@ -268,19 +276,7 @@ TEST_CASE("amqp transport: a consumer survives the broker closing its connection
     broker b;
     auto t = b.f.make();
     const auto queue = b.fresh_queue(t, "forced");
-    auto got = std::make_shared<std::vector<delivery>>();
-    letterbox::consume_options o;
-    o.queue = queue;
-    auto consumed = std::make_shared<std::optional<std::error_code>>();
-    t.async_consume(
-        o,
-        [got, &t](delivery d) {
-            got->push_back(d);
-            t.async_ack(d, [](std::error_code) {});
-        },
-        [consumed](std::error_code ec, std::string) { *consumed = ec; });
-    REQUIRE(b.f.run_until([&] { return consumed->has_value(); }, b.timeout));
-    REQUIRE(**consumed == std::error_code{});
+    const auto got = b.consume_acking_all(t, queue);
 
     // rabbitmqctl blocks this thread for about a second; the broker sends connection.close
     // (320) meanwhile, which the transport reads once run_until runs again.
