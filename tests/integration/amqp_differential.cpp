@@ -10,6 +10,10 @@
 //
 // Every case is hidden ([.integration]) and runs in `make test` with the broker it starts.
 
+// Named here (not only in differential_world.hpp): tests/CMakeLists.txt builds a source only
+// with the components its own includes name.
+#include <letterbox/amqp/transport.hpp>
+
 #include "differential_world.hpp"
 
 #include <letterbox/headers.hpp>

@@ -96,8 +96,8 @@ TEST_CASE("amqp transport: WM-15, publishes through two broker crashes are not l
             letterbox::amqp::transport>);
 }
 
-TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed; in-flight "
-          "publishes report outcome_unknown; the consumer resumes",
+TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed, in-flight "
+          "publishes report outcome_unknown, and the consumer resumes",
           "[.integration][amqp][disruptive]") {
     REQUIRE_FALSE(env("LETTERBOX_AMQP_URL").empty());
     if (!can_restart_broker())

@@ -389,7 +389,7 @@ TEST_CASE("history checkers: two swapped effects of an aggregate are caught by a
     });
 }
 
-TEST_CASE("history checkers: the same run twice has the same trace; a 1 ns shift is caught",
+TEST_CASE("history checkers: the same run twice has the same trace, a 1 ns shift is caught",
           "[property][testing][history]") {
     check_property("history_checkers/determinism", [] {
         const auto shape = *run_shapes();

@@ -1864,7 +1864,7 @@ void run_transport_check(void (*check)(transport_harness<fixture_transport_t<Fix
         "[queue_reader]", transport_check_unsettled_gets_return_on_close)                          \
     LETTERBOX_DETAIL_TRANSPORT_CASE(                                                               \
         fixtures, extra_tags,                                                                      \
-        "async_queue_depth counts ready messages; a missing queue is not_found", "[queue_reader]", \
+        "async_queue_depth counts ready messages, a missing queue is not_found", "[queue_reader]", \
         transport_check_depth_and_missing_queues)
 
 #define LETTERBOX_DETAIL_TRANSPORT_CASE(fixtures, extra_tags, name, tags, check)                   \

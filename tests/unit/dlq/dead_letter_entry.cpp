@@ -207,7 +207,7 @@ TEST_CASE("to_json base64-encodes a binary body and survives headers that are no
     CHECK(nlohmann::json::parse(text).at("exception").at("message") == "bad \xEF\xBF\xBD byte");
 }
 
-TEST_CASE("bodies: text with control characters is binary; base64 pads", "[dlq]") {
+TEST_CASE("bodies: text with control characters is binary, base64 pads", "[dlq]") {
     letterbox::message m;
     m.body = "a\x01";
     CHECK(dead_letter_entry::from(m).to_json().at("body_encoding") == "base64");

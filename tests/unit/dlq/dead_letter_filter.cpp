@@ -102,7 +102,7 @@ TEST_CASE("since is inclusive and until exclusive, on the dead-lettered time", "
     CHECK_FALSE(f.matches(e));
 }
 
-TEST_CASE("time bounds fall back on the last failure; without either time nothing matches",
+TEST_CASE("time bounds fall back on the last failure, without either time nothing matches",
           "[dlq]") {
     letterbox::message m;
     m.headers.set(headers::last_failure_time, "2026-03-01T09:00:00Z");

@@ -99,7 +99,7 @@ TEST_CASE("on_threshold fires once above and once below again", "[dlq]") {
     CHECK(seen.size() == 2);
 }
 
-TEST_CASE("a failed poll counts and keeps the last value; polling goes on", "[dlq]") {
+TEST_CASE("a failed poll counts and keeps the last value, polling goes on", "[dlq]") {
     world w;
     std::vector<crossing> seen;
     gauge_type gauge(w.transport, w.clock, "dlq.not.yet", options(seen));

@@ -206,7 +206,7 @@ TEST_CASE("an undecodable payload is permanent: dead-lettered on its first deliv
 }
 
 TEST_CASE("rejected three times across a retry queue, the message reaches the DLQ with an "
-          "x-death history of the right counts and reasons; a replay then succeeds",
+          "x-death history of the right counts and reasons, a replay then succeeds",
           "[middleware][x_death]") {
     world w;
     letterbox::in_memory_transport t(w.broker, "billing");

@@ -151,7 +151,7 @@ TEST_CASE("in_memory_outbox_store assigns sequences in commit order",
     CHECK(batch[0].sequence < batch[1].sequence);
 }
 
-TEST_CASE("in_memory_outbox_store marks a batch as one operation; a fault fails all of it",
+TEST_CASE("in_memory_outbox_store marks a batch as one operation, a fault fails all of it",
           "[outbox][in_memory_outbox_store]") {
     letterbox::in_memory_outbox_store store;
     letterbox::message_id_generator ids{5};

@@ -760,7 +760,7 @@ TEST_CASE("events of one aggregate are delivered in order, with failures injecte
     }
 }
 
-TEST_CASE("wake publishes a committed row at once; the poll interval is the fallback",
+TEST_CASE("wake publishes a committed row at once, the poll interval is the fallback",
           "[outbox][outbox_relay]") {
     world w;
     auto o = test_options();
@@ -1143,7 +1143,7 @@ TEST_CASE("graceful stop gives up on a confirm that never comes after stop_timeo
         CHECK(n == 2);
 }
 
-TEST_CASE("async_run runs once; stop before run, and destruction, complete it",
+TEST_CASE("async_run runs once, stop before run, and destruction, complete it",
           "[outbox][outbox_relay]") {
     world w;
     SECTION("stop before async_run: it completes at once with success") {

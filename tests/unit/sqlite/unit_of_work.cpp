@@ -254,7 +254,7 @@ TEST_CASE("sqlite unit_of_work refuses use after it finished", "[sqlite][unit_of
     CHECK(empty.rollback() == errc::transaction_closed);
 }
 
-TEST_CASE("sqlite unit_of_work moves its transaction; assigning over an open unit rolls it back",
+TEST_CASE("sqlite unit_of_work moves its transaction, assigning over an open unit rolls it back",
           "[sqlite][unit_of_work]") {
     shop s;
     const auto kept = s.event();

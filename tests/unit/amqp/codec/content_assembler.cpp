@@ -67,7 +67,7 @@ TEST_CASE("a deliver, its header and two body frames make one command",
     CHECK_FALSE(a.in_progress());
 }
 
-TEST_CASE("a method without content is a command at once; an empty body ends at the header",
+TEST_CASE("a method without content is a command at once, an empty body ends at the header",
           "[amqp][codec][content_assembler]") {
     frames f;
     content_assembler a;
@@ -162,7 +162,7 @@ TEST_CASE("connection methods only on channel 0, and nothing else there: command
     CHECK_FALSE(ec);
 }
 
-TEST_CASE("heartbeats are ignored; a frame of another channel mid-content is refused",
+TEST_CASE("heartbeats are ignored, a frame of another channel mid-content is refused",
           "[amqp][codec][content_assembler]") {
     frames f;
     content_assembler a;

@@ -154,7 +154,7 @@ TEST_CASE("an unknown frame type is frame_error after one byte, never skipped",
     CHECK(first_error("HTTP/1.1 400 Bad Request\r\n") == errc::frame_error);
 }
 
-TEST_CASE("a channel above channel_max is channel_error; a heartbeat off channel 0 frame_error",
+TEST_CASE("a channel above channel_max is channel_error, a heartbeat off channel 0 frame_error",
           "[amqp][codec][frame_reader]") {
     CHECK_FALSE(first_error(raw_frame(3, 2047, "x"), 0, 2047));
     CHECK(first_error(raw_frame(3, 2048, "x"), 0, 2047) == errc::channel_error);

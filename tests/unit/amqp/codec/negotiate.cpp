@@ -24,7 +24,7 @@ TEST_CASE("frame_max is the smaller proposal, 0 standing for the ceiling",
     CHECK_FALSE(ec);
 }
 
-TEST_CASE("a server frame_max below 4096 is syntax_error; a client one invalid_argument",
+TEST_CASE("a server frame_max below 4096 is syntax_error, a client one invalid_argument",
           "[amqp][codec][negotiate]") {
     std::error_code ec;
     CHECK(negotiate_frame_max(0, 4095, ec) == 0);
