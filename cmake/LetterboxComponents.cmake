@@ -9,6 +9,7 @@
 # letterbox_declare_component(<name>
 #     PACKAGES <"find_package arguments"...>   e.g. "Catch2 2" rapidcheck; replayed by the config
 #     LINK     <targets...>                     what letterbox::<name> links besides the core
+#     DEFINES  <definitions...>                 compile definitions users of letterbox::<name> get
 #     EXTERNAL_INCLUDES <prefixes...>           third-party headers only this component may include
 #                                               (checked by tests/tools/check_dependency_direction.sh)
 #     [NEEDS_SERVICE]                           examples using it need a running service (a
@@ -24,11 +25,12 @@ set(LETTERBOX_COMPONENTS "")
 
 function(letterbox_declare_component name)
     cmake_parse_arguments(PARSE_ARGV 1 arg "NEEDS_SERVICE" "DESCRIPTION"
-                          "PACKAGES;LINK;EXTERNAL_INCLUDES")
+                          "PACKAGES;LINK;DEFINES;EXTERNAL_INCLUDES")
     string(TOUPPER "${name}" upper)
     set(LETTERBOX_COMPONENTS ${LETTERBOX_COMPONENTS} ${name} PARENT_SCOPE)
     set(letterbox_${name}_packages "${arg_PACKAGES}" PARENT_SCOPE)
     set(letterbox_${name}_link "${arg_LINK}" PARENT_SCOPE)
+    set(letterbox_${name}_defines "${arg_DEFINES}" PARENT_SCOPE)
     set(letterbox_${name}_external_includes "${arg_EXTERNAL_INCLUDES}" PARENT_SCOPE)
     set(letterbox_${name}_needs_service ${arg_NEEDS_SERVICE} PARENT_SCOPE)
     option(LETTERBOX_WITH_${upper} "Build the letterbox::${name} component (${arg_DESCRIPTION})" OFF)
@@ -37,6 +39,8 @@ endfunction()
 letterbox_declare_component(testing
     PACKAGES "Catch2 2" rapidcheck
     LINK Catch2::Catch2 rapidcheck rapidcheck_catch
+    # Failpoints (include/letterbox/failpoint.hpp) are compiled into test programs only.
+    DEFINES LETTERBOX_FAILPOINTS
     EXTERNAL_INCLUDES catch2/ rapidcheck
     DESCRIPTION "conformance suites, archetypes, simulation; needs Catch2 v2 and RapidCheck")
 letterbox_declare_component(sqlite

@@ -16,11 +16,12 @@ struct dead_letter_queue_options {
     /// started. Must be at least 1.
     std::size_t max_messages = 10000;
 
-    /// Failpoint for tests: called by a replay after the republished copy was confirmed and
-    /// before the dead-lettered original is acknowledged (removed). If it throws, the replay
-    /// stops at once, as if the process died there: nothing more is settled, every delivery
-    /// the replay holds stays unacknowledged (the transport returns them to the queue when its
-    /// channel or connection closes), and the replay completes with `errc::internal_error`.
+    /// Failpoint for tests (`failpoint::between_republish_and_remove`; compiled in only with
+    /// `LETTERBOX_FAILPOINTS`, see failpoint.hpp): called by a replay after the republished copy
+    /// was confirmed and before the dead-lettered original is acknowledged (removed). If it throws,
+    /// the replay stops at once, as if the process died there: nothing more is settled, every
+    /// delivery the replay holds stays unacknowledged (the transport returns them to the queue when
+    /// its channel or connection closes), and the replay completes with `errc::internal_error`.
     std::function<void(const dead_letter_entry&)> after_republish_before_remove{};
 
     /// The wall clock that stamps `x-letterbox-replayed-time`; when empty, the real one

@@ -5,6 +5,7 @@
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/concepts/unit_of_work.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/failpoint.hpp>
 #include <letterbox/message.hpp>
 
 #include <atomic>
@@ -93,6 +94,10 @@ public:
             counters_->failed.fetch_add(1, std::memory_order_relaxed);
             return ec;
         }
+        if (halts_at(failpoint::after_effect_before_inbox_commit, m.id)) {
+            uow.rollback(); // the process died: its open transaction is lost
+            throw failpoint_halt(failpoint::after_effect_before_inbox_commit);
+        }
         ec = uow.commit();
         if (ec == errc::already_processed) {
             // A concurrent delivery of the same message committed first: its effect stands,
@@ -101,6 +106,8 @@ public:
             return {};
         }
         (ec ? counters_->failed : counters_->processed).fetch_add(1, std::memory_order_relaxed);
+        if (!ec && halts_at(failpoint::after_inbox_commit_before_ack, m.id))
+            throw failpoint_halt(failpoint::after_inbox_commit_before_ack);
         return ec;
     }
 
@@ -115,6 +122,22 @@ public:
         h.retention_ = retention;
         return h;
     }
+    /// For tests (needs `LETTERBOX_FAILPOINTS`, see failpoint.hpp): returns a copy that asks
+    /// `hook` at `failpoint::after_effect_before_inbox_commit` (the effect ran, the unit is not
+    /// committed) and `failpoint::after_inbox_commit_before_ack` (committed, success not yet
+    /// returned). When the hook says "die", the handler throws `failpoint_halt`, after rolling
+    /// the unit back at the first point; the caller must then act as a dead process (no ack, no
+    /// nack). The copy shares the statistics.
+    template <class Hook = failpoint_hook>
+    idempotent_handler with_failpoint(Hook hook) const {
+        static_assert(failpoints_enabled && sizeof(Hook) != 0,
+                      "idempotent_handler::with_failpoint needs LETTERBOX_FAILPOINTS (link "
+                      "letterbox::testing)");
+        idempotent_handler h = *this;
+        h.failpoint_ = std::move(hook);
+        return h;
+    }
+
     /// The retention declared with `with_retention`, if any.
     std::optional<std::chrono::milliseconds> retention() const noexcept { return retention_; }
 
@@ -131,6 +154,13 @@ private:
         std::atomic<std::uint64_t> duplicates{0};
         std::atomic<std::uint64_t> failed{0};
     };
+
+    bool halts_at(failpoint p, const message_id& id) const {
+        if constexpr (failpoints_enabled)
+            return failpoint_ && failpoint_(p, id);
+        else
+            return false;
+    }
 
     std::error_code run_effect(const message& m, unit_of_work_type& uow) {
         if constexpr (std::is_void_v<
@@ -149,6 +179,7 @@ private:
     Clock* clock_;
     std::shared_ptr<counters> counters_;
     std::optional<std::chrono::milliseconds> retention_{};
+    failpoint_hook failpoint_{};
 };
 
 /// The idempotent consumer (inbox) middleware: wraps an effect so that each message has its

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/failpoint.hpp>
 #include <letterbox/outbox/detail/relay_owner.hpp>
 #include <letterbox/outbox/outbox_record.hpp>
 #include <letterbox/outbox/relay_point.hpp>
@@ -73,7 +74,8 @@ struct relay_options {
     /// Seeds the back-off jitter, so that a simulation replays exactly; `std::nullopt` seeds
     /// from `std::random_device`.
     std::optional<std::uint64_t> seed{};
-    /// For tests only: called at each `relay_point` with the row concerned. Returning true makes
+    /// For tests only (needs `LETTERBOX_FAILPOINTS`, see failpoint.hpp; otherwise a hook here
+    /// is refused): called at each `relay_point` with the row concerned. Returning true makes
     /// the relay halt there as if its process died: it makes no further store or transport call,
     /// its leases stay held, and `async_run` completes with `errc::internal_error`. Called on the
     /// relay's executor; it must not call the relay.

@@ -11,6 +11,7 @@
 #include <letterbox/dlq/page.hpp>
 #include <letterbox/dlq/replay_result.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/failpoint.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/steady_clock.hpp>
 
@@ -189,7 +190,7 @@ private:
             }
             return next();
         }
-        if (options_->after_republish_before_remove) {
+        if (failpoints_enabled && options_->after_republish_before_remove) {
             try {
                 options_->after_republish_before_remove(current_entry_);
             } catch (...) {

@@ -131,6 +131,9 @@ inline void check_relay_options(const relay_options& o) {
             "purge_interval must be in (0, a year]");
     check_backoff(o.row_retry, "row_retry");
     check_backoff(o.transport_retry, "transport_retry");
+    require(failpoints_enabled || !o.failpoint,
+            "failpoint is set, but failpoints are compiled out (define LETTERBOX_FAILPOINTS, "
+            "which linking letterbox::testing does)");
 }
 
 } // namespace letterbox::detail

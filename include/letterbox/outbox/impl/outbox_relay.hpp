@@ -546,6 +546,8 @@ private:
     }
 
     bool failpoint(relay_point point, const outbox_record& row) {
+        if constexpr (!failpoints_enabled)
+            return false;
         if (!options_.failpoint || !options_.failpoint(point, row))
             return false;
         halt(errc::internal_error);
