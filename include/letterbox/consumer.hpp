@@ -13,6 +13,7 @@
 #include <letterbox/middleware/handling.hpp>
 #include <letterbox/steady_clock.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <concepts>
@@ -43,6 +44,13 @@ struct consumer_options {
     consume_options consume{};
     /// What to do when the handler fails (by exception or error code).
     failure_action on_failure = failure_action::dead_letter;
+    /// When the consumer's own store fails (`is_store_error`: locked, full, unreadable), the
+    /// delivery is held and handled again after this wait, doubled after each consecutive
+    /// store failure of that delivery up to `store_retry_max`. Requeueing at once instead
+    /// would bring it straight back, in a hot loop, for as long as the database stays locked.
+    /// Greater than zero.
+    std::chrono::milliseconds store_retry_initial{100};
+    std::chrono::milliseconds store_retry_max{10'000};
 };
 
 /// What a consumer has seen, for metrics and tests.
@@ -51,7 +59,7 @@ struct consumer_stats {
     /// Handled successfully and acknowledged.
     std::uint64_t acked = 0;
     /// Failed with no layer deciding, and settled according to `consumer_options::on_failure`
-    /// (or requeued, for a store error).
+    /// (or, for a store error, handled again after `store_retry_initial`).
     std::uint64_t failed = 0;
     /// Runs scheduled again after an in-process retry delay (`disposition::retry_in`).
     std::uint64_t retried = 0;
@@ -87,8 +95,10 @@ struct consumer_stats {
 /// Exceptions thrown by the handler count as failures and never escape; a `std::system_error`
 /// (such as `letterbox::error`) keeps its code. A failure of the consumer's own store (an
 /// `errc::store_*` code: database locked, disk full, ...) is not the message's fault: the
-/// delivery is always requeued then, whatever `on_failure` says, so it is never dead-lettered
-/// or dropped for it.
+/// delivery is held and handled again after a back-off (`store_retry_initial`, doubling up to
+/// `store_retry_max`), whatever `on_failure` says, so it is never dead-lettered or dropped for
+/// it, and a locked database never turns into a hot requeue loop. If the process dies
+/// meanwhile, the broker redelivers the held message.
 ///
 /// Thread safety: use one consumer from the transport's executor. The transport and the
 /// clock must outlive it; in-flight handlers keep the consumer's state alive.
@@ -162,8 +172,8 @@ private:
         }
 
         static void handle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
-                           std::uint32_t run) {
-            if (run == 1)
+                           std::uint32_t run, std::uint32_t store_failures = 0) {
+            if (run == 1 && store_failures == 0)
                 s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
             disposition r = disposition::ack();
             try {
@@ -173,11 +183,11 @@ private:
                 f.error = errc::internal_error;
                 r = disposition::fail(std::move(f));
             }
-            settle(s, std::move(d), run, std::move(r));
+            settle(s, std::move(d), run, std::move(r), store_failures);
         }
 
         static void settle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
-                           std::uint32_t run, disposition r) {
+                           std::uint32_t run, disposition r, std::uint32_t store_failures) {
             auto& c = s->counts;
             auto* t = s->transport;
             auto ignore = [](std::error_code) {
@@ -189,9 +199,11 @@ private:
             case disposition::kind::fail: {
                 c.failed.fetch_add(1, std::memory_order_relaxed);
                 // The consumer's own database failed (locked, full, unreadable): not the
-                // message's fault, so it must come back rather than be dead-lettered.
-                if (s->options.on_failure == failure_action::requeue ||
-                    is_store_error(r.failure()->error))
+                // message's fault, so it must be handled again rather than dead-lettered,
+                // after a wait (a requeue would spin while the database stays locked).
+                if (is_store_error(r.failure()->error))
+                    return wait_for_store(s, std::move(d), run, store_failures);
+                if (s->options.on_failure == failure_action::requeue)
                     return t->async_nack(*d, true, ignore);
                 return t->async_reject(*d, false, ignore);
             }
@@ -214,16 +226,38 @@ private:
                 .fetch_add(1, std::memory_order_relaxed);
         }
 
-        static void retry_later(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
-                                std::uint32_t run, std::chrono::milliseconds delay) {
+        static void wait_for_store(const std::shared_ptr<state>& s,
+                                   std::shared_ptr<const delivery> d, std::uint32_t run,
+                                   std::uint32_t store_failures) {
+            auto delay = s->options.store_retry_initial;
+            for (std::uint32_t i = 0; i < store_failures && delay < s->options.store_retry_max; ++i)
+                delay *= 2;
+            delay = std::min(delay, s->options.store_retry_max);
+            after(s, delay,
+                  [d = std::move(d), run,
+                   store_failures](const std::shared_ptr<state>& self) mutable {
+                      handle(self, std::move(d), run, store_failures + 1);
+                  });
+        }
+
+        /// Runs `f(state)` after `delay` on the consumer's clock, unless the consumer is gone.
+        template <class F>
+        static void after(const std::shared_ptr<state>& s, std::chrono::milliseconds delay, F f) {
             auto& clk = *s->clock;
             using timer_type = decltype(clk.make_timer(s->transport->get_executor()));
             auto timer = std::make_shared<timer_type>(clk.make_timer(s->transport->get_executor()));
             timer->expires_after(std::chrono::duration_cast<typename timer_type::duration>(delay));
             std::weak_ptr<state> weak = s;
-            timer->async_wait([weak, timer, d = std::move(d), run](auto) mutable {
+            timer->async_wait([weak, timer, f = std::move(f)](auto) mutable {
                 if (auto self = weak.lock())
-                    handle(self, std::move(d), run + 1);
+                    f(self);
+            });
+        }
+
+        static void retry_later(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
+                                std::uint32_t run, std::chrono::milliseconds delay) {
+            after(s, delay, [d = std::move(d), run](const std::shared_ptr<state>& self) mutable {
+                handle(self, std::move(d), run + 1);
             });
         }
 

@@ -162,7 +162,8 @@ TEST_CASE("consumer acks only after the handler returned: a lost connection rede
     CHECK(w.broker.queue("work")->ready == 0);
 }
 
-TEST_CASE("consumer requeues a failure of its own store even when it dead-letters others",
+TEST_CASE("consumer holds a delivery whose store failed and handles it again after a wait, "
+          "even when it dead-letters others",
           "[consumer]") {
     world w;
     w.declare_queue_with_dead_letters("work");
@@ -181,5 +182,6 @@ TEST_CASE("consumer requeues a failure of its own store even when it dead-letter
     REQUIRE(w.run_until([&] { return c.stats().acked == 1; }));
     CHECK(calls == 2);
     CHECK(c.stats().failed == 1);
+    CHECK(c.stats().delivered == 1); // held, not requeued: the broker delivered it once
     CHECK(w.broker.queue("work.dlq")->ready == 0); // not dead-lettered
 }
