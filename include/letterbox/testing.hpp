@@ -14,7 +14,10 @@
 #include <letterbox/testing/check_no_duplicate_effect.hpp>
 #include <letterbox/testing/check_no_loss.hpp>
 #include <letterbox/testing/check_no_phantom.hpp>
+#include <letterbox/testing/check_pipeline.hpp>
 #include <letterbox/testing/check_poison_isolation.hpp>
+#include <letterbox/testing/fault_profile.hpp>
+#include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history.hpp>
 #include <letterbox/testing/history_event.hpp>
 #include <letterbox/testing/history_expectations.hpp>
@@ -22,6 +25,15 @@
 #include <letterbox/testing/invariant.hpp>
 #include <letterbox/testing/invariant_violation.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
+#include <letterbox/testing/pipeline_application.hpp>
+#include <letterbox/testing/pipeline_defect.hpp>
+#include <letterbox/testing/pipeline_options.hpp>
+#include <letterbox/testing/pipeline_report.hpp>
+#include <letterbox/testing/pipeline_result.hpp>
+#include <letterbox/testing/rapidcheck.hpp>
+#include <letterbox/testing/run_pipeline.hpp>
 #include <letterbox/testing/seed.hpp>
+#include <letterbox/testing/simulation.hpp>
+#include <letterbox/testing/temp_directory.hpp>
 #include <letterbox/testing/transport_features.hpp>
 #include <letterbox/testing/transport_suite.hpp>

@@ -31,6 +31,7 @@ enum class fault_kind {
     connection_drop,           ///< F-02: the client's connection to the broker dropped
     broker_restart,            ///< F-03: the broker restarted; unconfirmed messages in doubt
     lost_confirm,              ///< F-19: a publish's confirm was lost (unknown outcome)
+    publish_nack,              ///< F-12: the broker refused (nacked) a publish
     duplicate_delivery,        ///< F-07: the broker delivered a message once more
     handler_transient_failure, ///< F-09: the handler failed once, retryably
     handler_permanent_failure, ///< F-09: the handler failed for good for one message
@@ -51,6 +52,8 @@ constexpr std::string_view to_string(fault_kind kind) noexcept {
         return "broker_restart";
     case fault_kind::lost_confirm:
         return "lost_confirm";
+    case fault_kind::publish_nack:
+        return "publish_nack";
     case fault_kind::duplicate_delivery:
         return "duplicate_delivery";
     case fault_kind::handler_transient_failure:
@@ -306,7 +309,11 @@ inline void append_payload(std::string& out, const fault_injected& e) {
 /// then the fields as `name=value`, strings quoted and escaped. For example
 /// `@1500000 delivery_nacked consumer="billing" id=0000…0001 requeue=true`.
 inline std::string to_string(const history_event& event) {
-    std::string out = "@" + std::to_string(event.at.count()) + ' ';
+    // Not `"@" + std::to_string(...)`: GCC 12 at -O2 reports a false -Wrestrict in
+    // `operator+(const char*, std::string&&)` wherever this gets inlined (GCC bug 105651).
+    std::string out = "@";
+    out += std::to_string(event.at.count());
+    out += ' ';
     std::visit([&out](const auto& e) { detail::append_payload(out, e); }, event.what);
     return out;
 }

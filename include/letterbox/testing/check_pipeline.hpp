@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/testing/check_determinism.hpp>
+#include <letterbox/testing/pipeline_application.hpp>
+#include <letterbox/testing/pipeline_options.hpp>
+#include <letterbox/testing/pipeline_report.hpp>
+#include <letterbox/testing/run_pipeline.hpp>
+#include <letterbox/testing/seed.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace letterbox::testing {
+
+/// The environment variable that makes `check_pipeline` run one run seed only (the one a
+/// failure report names), instead of its whole batch.
+inline constexpr const char* pipeline_seed_environment_variable = "LETTERBOX_PIPELINE_SEED";
+
+/// How many seeds `check_pipeline` runs, and how.
+struct pipeline_check_options {
+    /// Runs (fault schedules). Run `i` uses the seed `derive_seed(root_seed, "pipeline/<i>")`.
+    std::size_t seeds = 2000;
+    /// Index of the first run: a batch can be split into shards.
+    std::size_t first = 0;
+    /// The root of the run seeds; by default the test process's (`LETTERBOX_SEED`).
+    std::uint64_t root_seed = test_seed();
+    /// Runs every seed twice and compares the trace hashes (determinism, I-21).
+    bool replay = true;
+    /// Failing runs kept in the report in full.
+    std::size_t keep_failures = 3;
+    /// Stops after this many failing runs (the self-test needs only one).
+    std::optional<std::size_t> stop_after_failures{};
+};
+
+/// The seed of run `index` of a batch rooted at `root`.
+inline std::uint64_t pipeline_run_seed(std::uint64_t root, std::size_t index) {
+    return derive_seed(root, "pipeline/" + std::to_string(index));
+}
+
+/// Runs `run_pipeline<App>` for many seeds and sums up what the checkers found: the property
+/// "for every fault schedule, nothing is lost and no effect happens twice" tested on the
+/// application's own handler and store.
+///
+/// When `LETTERBOX_PIPELINE_SEED` is set (to a seed a report printed), only that run is made,
+/// so a failure replays in isolation.
+///
+/// Example (Catch2):
+///
+///     TEST_CASE("crediting a wallet survives every fault schedule") {
+///         const auto report = letterbox::testing::check_pipeline<wallet_app>();
+///         INFO(report.to_string());
+///         REQUIRE(report.ok());
+///     }
+template <pipeline_application App>
+pipeline_report check_pipeline(const pipeline_options& options = {},
+                               const pipeline_check_options& check = {}) {
+    pipeline_report report;
+    report.root_seed = check.root_seed;
+    std::optional<std::uint64_t> only;
+    if (const char* text = std::getenv(pipeline_seed_environment_variable))
+        only = parse_seed(text);
+    const std::size_t count = only ? 1 : check.seeds;
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto seed = only ? *only : pipeline_run_seed(check.root_seed, check.first + i);
+        auto result = run_pipeline<App>(seed, options);
+        if (check.replay) {
+            const auto again = run_pipeline<App>(seed, options);
+            ++report.replays;
+            auto differences = check_determinism(result.events, again.events);
+            if (!differences.empty()) {
+                ++report.determinism_failures;
+                result.violations.insert(result.violations.end(), differences.begin(),
+                                         differences.end());
+            }
+        }
+        report.add(result, check.keep_failures);
+        if (check.stop_after_failures && report.failed_runs >= *check.stop_after_failures)
+            break;
+    }
+    return report;
+}
+
+} // namespace letterbox::testing

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace letterbox::testing {
+
+/// Deliberately broken variants of the pipeline, for the self-test: each one gives up a step
+/// that a guarantee rests on, and a run of `check_pipeline` with it must report violations
+/// (with the seed that shows them). If a checker never fails on these, it proves nothing on
+/// the correct pipeline either.
+enum class pipeline_defect : std::uint8_t {
+    none,
+    /// The relay's publish reports success as soon as it is sent, so the relay marks the row
+    /// published before the broker confirmed it. A publish the broker then refuses (nack) or
+    /// never stores is lost: `no-loss` fails.
+    mark_before_confirm,
+    /// The consumer acknowledges each delivery as it arrives, before its handler's commit. A
+    /// crash before the commit loses the message: `no-loss` fails.
+    ack_before_commit,
+    /// The inbox record is written and committed in a unit of work of its own, before the
+    /// effect's. A crash between the two leaves a message marked handled without its effect,
+    /// and the redelivery is skipped as a duplicate: `no-loss` fails.
+    inbox_check_outside_transaction,
+};
+
+/// The name of a defect, as reports spell it.
+constexpr std::string_view to_string(pipeline_defect d) noexcept {
+    switch (d) {
+    case pipeline_defect::none:
+        return "none";
+    case pipeline_defect::mark_before_confirm:
+        return "mark_before_confirm";
+    case pipeline_defect::ack_before_commit:
+        return "ack_before_commit";
+    case pipeline_defect::inbox_check_outside_transaction:
+        return "inbox_check_outside_transaction";
+    }
+    return "unknown";
+}
+
+} // namespace letterbox::testing

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/testing/fault_profile.hpp>
+#include <letterbox/testing/fault_schedule.hpp>
+#include <letterbox/testing/pipeline_defect.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+namespace letterbox::testing {
+
+/// The shape of one simulated pipeline run (`run_pipeline`, `check_pipeline`): how much work,
+/// over how long, under which faults.
+struct pipeline_options {
+    /// Business transactions written by the producer, each emitting one message.
+    std::size_t messages = 24;
+    /// Messages are spread over this many aggregates (ordering keys), round robin.
+    std::size_t aggregates = 4;
+    /// The chance that a business transaction rolls back instead of committing (its message
+    /// must then never be observed).
+    double rollback_rate = 0.1;
+    /// The producer writes within this window of virtual time; faults are injected within
+    /// `fault_window`, which starts at the same time.
+    std::chrono::milliseconds write_window{3000};
+    std::chrono::milliseconds fault_window{4000};
+    /// After the faults stop, everything must settle within this much virtual time
+    /// (convergence, I-18); the run gives up after twice as long.
+    std::chrono::milliseconds settle_within{std::chrono::minutes(2)};
+    /// The consumer's prefetch: deliveries it may hold unacknowledged.
+    std::uint16_t prefetch = 4;
+    /// Attempts per message before the consumer dead-letters it (the redelivery policy's
+    /// max_attempts; each attempt also retries once in process).
+    std::uint32_t max_attempts = 4;
+    /// The faults; by default drawn from each run's seed (`fault_profile::from_seed`).
+    std::optional<fault_profile> faults{};
+    /// The timed faults; by default drawn from `faults` (`fault_profile::schedule`). Set it to
+    /// replay a schedule a report printed, or to run one RapidCheck generated.
+    std::optional<fault_schedule> schedule{};
+    /// Where each run makes its temporary directory (the application's files). Empty: the
+    /// directory in `LETTERBOX_SIMULATION_DIR` if set, else `/dev/shm` when it exists, else the
+    /// system's temporary directory. A simulated crash is a process crash, not a power loss, so
+    /// files in memory model it faithfully, and runs are several times faster than on a disk
+    /// (SQLite syncs when it creates a database).
+    std::filesystem::path directory{};
+    /// For the self-test only: a deliberately broken variant (`pipeline_defect`).
+    pipeline_defect defect = pipeline_defect::none;
+};
+
+/// The directory a run makes its temporary directory in (see `pipeline_options::directory`).
+inline std::filesystem::path simulation_directory(const pipeline_options& o) {
+    if (!o.directory.empty())
+        return o.directory;
+    if (const char* dir = std::getenv("LETTERBOX_SIMULATION_DIR"); dir != nullptr && *dir != '\0')
+        return dir;
+    std::error_code ec;
+    if (std::filesystem::is_directory("/dev/shm", ec))
+        return "/dev/shm";
+    return std::filesystem::temp_directory_path();
+}
+
+} // namespace letterbox::testing

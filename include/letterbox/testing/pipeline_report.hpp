@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/testing/invariant.hpp>
+#include <letterbox/testing/pipeline_result.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace letterbox::testing {
+
+/// What `check_pipeline` found over many seeds: violation counts per invariant, totals of what
+/// the runs did, and the first failing runs in full (seed, fault profile, violations, history).
+struct pipeline_report {
+    /// The root seed the run seeds were derived from (`LETTERBOX_SEED`).
+    std::uint64_t root_seed = 0;
+    std::size_t runs = 0;
+    std::size_t failed_runs = 0;
+    /// Runs replayed with the same seed, and how many gave a different trace.
+    std::size_t replays = 0;
+    std::size_t determinism_failures = 0;
+    /// Violations per invariant, indexed by `invariant`'s value.
+    std::array<std::size_t, 8> violations{};
+    /// Runs in which per-aggregate order was checked.
+    std::size_t order_checked_runs = 0;
+
+    std::size_t committed = 0;
+    std::size_t rolled_back = 0;
+    std::size_t effects = 0;
+    std::size_t dead_letters = 0;
+    std::size_t deliveries = 0;
+    std::size_t faults_injected = 0;
+    std::size_t crashes = 0;
+
+    /// The first failing runs (at most `pipeline_check_options::keep_failures`).
+    std::vector<pipeline_result> failures;
+
+    bool ok() const noexcept { return failed_runs == 0; }
+    std::size_t count(invariant which) const noexcept {
+        return violations[static_cast<std::size_t>(which)];
+    }
+
+    /// Adds one run.
+    void add(const pipeline_result& r, std::size_t keep_failures) {
+        ++runs;
+        for (const auto& v : r.violations)
+            ++violations[static_cast<std::size_t>(v.which)];
+        if (r.order_checked)
+            ++order_checked_runs;
+        committed += r.committed;
+        rolled_back += r.rolled_back;
+        effects += r.effects;
+        dead_letters += r.dead_letters;
+        deliveries += r.deliveries;
+        faults_injected += r.faults_injected;
+        crashes += r.crashes;
+        if (!r.ok()) {
+            ++failed_runs;
+            if (failures.size() < keep_failures)
+                failures.push_back(r);
+        }
+    }
+
+    /// The summary line ("for 2000 random fault schedules: 0 lost, 0 duplicate effects, ..."),
+    /// the totals, then each kept failure in full with the way to replay it.
+    std::string to_string() const {
+        const auto n = [this](invariant i) {
+            return std::to_string(count(i));
+        };
+        std::string out =
+            "for " + std::to_string(runs) +
+            " random fault schedules (LETTERBOX_SEED=" + std::to_string(root_seed) +
+            "): " + n(invariant::no_loss) + " lost, " + n(invariant::no_duplicate_effect) +
+            " duplicate effects, " + n(invariant::no_phantom) + " phantoms, " +
+            n(invariant::aggregate_order) + " order violations (order checked in " +
+            std::to_string(order_checked_runs) + " runs), " + n(invariant::bounded_redelivery) +
+            " unbounded redeliveries, " + n(invariant::poison_isolation) +
+            " poison isolation failures, " + n(invariant::convergence) +
+            " unsettled; determinism: " + std::to_string(replays - determinism_failures) + " of " +
+            std::to_string(replays) + " replays identical\n";
+        out += "  totals: committed=" + std::to_string(committed) +
+               " rolled_back=" + std::to_string(rolled_back) +
+               " effects=" + std::to_string(effects) +
+               " dead_letters=" + std::to_string(dead_letters) +
+               " deliveries=" + std::to_string(deliveries) +
+               " faults=" + std::to_string(faults_injected) +
+               " crashes=" + std::to_string(crashes) + '\n';
+        for (const auto& f : failures) {
+            out += "--- failing run; replay it alone with LETTERBOX_PIPELINE_SEED=" +
+                   std::to_string(f.seed) + " (or run_pipeline<App>(" + std::to_string(f.seed) +
+                   "))\n";
+            out += f.to_string();
+        }
+        return out;
+    }
+};
+
+} // namespace letterbox::testing

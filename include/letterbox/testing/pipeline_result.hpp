@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/testing/fault_profile.hpp>
+#include <letterbox/testing/fault_schedule.hpp>
+#include <letterbox/testing/history.hpp>
+#include <letterbox/testing/invariant_violation.hpp>
+#include <letterbox/testing/pipeline_defect.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace letterbox::testing {
+
+/// What one simulated pipeline run (`run_pipeline`) did and what the checkers found.
+struct pipeline_result {
+    /// The run's seed: `run_pipeline<App>(seed, options)` replays it event for event.
+    std::uint64_t seed = 0;
+    /// The faults it ran under (drawn from the seed unless the options fixed them).
+    fault_profile faults{};
+    /// The timed faults it ran (drawn from `faults` unless the options fixed them).
+    fault_schedule schedule{};
+    pipeline_defect defect = pipeline_defect::none;
+    /// Everything that happened, in order.
+    history events{};
+    /// What the invariant checkers found; empty when the run kept every guarantee.
+    std::vector<invariant_violation> violations{};
+    /// Whether everything settled before the run gave up.
+    bool settled = false;
+    /// Whether per-aggregate order was checked (it is promised only while no message is
+    /// retried or dead-lettered; see docs/guarantees.md).
+    bool order_checked = false;
+    /// The bound the bounded-redelivery check used.
+    std::uint32_t delivery_bound = 0;
+
+    std::size_t committed = 0;
+    std::size_t rolled_back = 0;
+    std::size_t effects = 0;
+    std::size_t dead_letters = 0;
+    std::size_t deliveries = 0;
+    std::size_t faults_injected = 0;
+    std::uint32_t crashes = 0;
+
+    bool ok() const noexcept { return violations.empty(); }
+    std::uint64_t trace_hash() const { return events.trace_hash(); }
+
+    /// A report: the seed, the counts, the fault profile in full, each violation, and, for a
+    /// failed run, the history's text.
+    std::string to_string() const {
+        std::string out = "seed " + std::to_string(seed) + (ok() ? ": ok" : ": FAILED") + '\n';
+        out +=
+            "  committed=" + std::to_string(committed) +
+            " rolled_back=" + std::to_string(rolled_back) + " effects=" + std::to_string(effects) +
+            " dead_letters=" + std::to_string(dead_letters) +
+            " deliveries=" + std::to_string(deliveries) +
+            " faults=" + std::to_string(faults_injected) + " crashes=" + std::to_string(crashes) +
+            " settled=" + (settled ? "true" : "false") + '\n';
+        if (defect != pipeline_defect::none)
+            out += "  defect=" + std::string(letterbox::testing::to_string(defect)) + '\n';
+        out += "fault profile:\n" + faults.to_string();
+        out += "fault schedule (pipeline_options::schedule = fault_schedule::parse(...)):\n" +
+               schedule.to_string();
+        for (const auto& v : violations)
+            out += "violation: " + letterbox::testing::to_string(v) + '\n';
+        if (!ok())
+            out += "history:\n" + events.text();
+        return out;
+    }
+};
+
+} // namespace letterbox::testing
