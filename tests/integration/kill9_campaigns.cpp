@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: BSL-1.0
+// kill -9 campaigns (issue 6): the outbox relay and an idempotent consumer run as real child
+// processes (this executable, started again on the hidden cases of kill9_children.cpp) against
+// real SQLite files and the real broker (LETTERBOX_AMQP_URL). Each iteration kills one of them
+// with SIGKILL 3 to 5 times, at seeded random times and at its failpoints, checks
+// `PRAGMA integrity_check` after every kill, restarts it, and finally drains everything and
+// checks the promise: no message lost, no effect applied twice. Broker-level duplicates (a
+// message delivered again after a kill) are expected: they are counted and printed.
+//
+// 20 iterations per campaign; 100 with LETTERBOX_EXTENDED=1; LETTERBOX_KILL9_ITERATIONS=n
+// overrides both; LETTERBOX_KILL9_ITERATION=i runs iteration i alone; LETTERBOX_KILL9_VERBOSE=1
+// prints one line per iteration. Iteration i's seed is derive_seed(LETTERBOX_SEED,
+// "kill9/<campaign>/<i>"): a replay repeats its kill plan (points, hits, delays, message ids),
+// not the exact interleaving, which real processes and a real broker decide.
+
+#include <letterbox/amqp/transport.hpp>
+#include <letterbox/sqlite.hpp>
+
+#include <letterbox/message.hpp>
+#include <letterbox/outbox/relay_point.hpp>
+#include <letterbox/testing/seed.hpp>
+#include <letterbox/topology/queue.hpp>
+
+#include "amqp_broker.hpp"
+#include "kill9_support.hpp"
+#include "support/temp_directory.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Messages per iteration.
+constexpr int messages = 200;
+
+constexpr std::array<letterbox::relay_point, 5> relay_points{
+    letterbox::relay_point::after_claim, letterbox::relay_point::before_publish,
+    letterbox::relay_point::after_publish_sent, letterbox::relay_point::after_confirm,
+    letterbox::relay_point::after_mark};
+constexpr std::array<std::string_view, 2> consumer_points{kill9::consumer_after_effect,
+                                                          kill9::consumer_after_commit};
+
+int uniform(std::mt19937_64& rng, int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(rng);
+}
+
+/// The driver's own connection to the broker, on the fixture's io_context (which runs only
+/// inside its calls): declares each iteration's queue and publishes the consumer campaign's
+/// messages.
+struct driver_broker {
+    amqp_test::amqp_transport_fixture f;
+
+    std::error_code await(const std::function<void(std::function<void(std::error_code)>)>& start) {
+        auto result = std::make_shared<std::optional<std::error_code>>();
+        start([result](std::error_code ec) { *result = ec; });
+        if (!f.run_until([&] { return result->has_value(); }, 30s))
+            return make_error_code(letterbox::errc::timed_out);
+        return **result;
+    }
+
+    /// A fresh queue of this iteration's own (parallel tests never share it). It expires five
+    /// minutes after its last use, so a killed driver leaves nothing behind for long.
+    std::string declare_queue(letterbox::amqp::transport& t, std::string_view stem) {
+        letterbox::topology::queue q;
+        q.name = f.unique_name(stem);
+        q.durable = false;
+        q.arguments.set("x-expires", std::int64_t{300000});
+        REQUIRE_FALSE(await([&](auto done) { t.async_declare(q, done); }));
+        return q.name;
+    }
+
+    void close(letterbox::amqp::transport& t) {
+        await([&](auto done) { t.async_close(done); });
+    }
+};
+
+/// What one iteration did, for failure messages and the campaign's summary.
+struct iteration_story {
+    std::string campaign;
+    int index = 0;
+    std::uint64_t seed = 0;
+    std::string setup{};
+    std::vector<std::string> kills{};
+
+    std::string describe() const {
+        std::ostringstream o;
+        o << campaign << " iteration " << index << " (derived seed " << seed
+          << ", LETTERBOX_SEED=" << letterbox::testing::test_seed() << ")" << setup << ", kills:";
+        for (const auto& k : kills)
+            o << ' ' << k;
+        return o.str();
+    }
+};
+
+/// The campaign's totals, printed at its end.
+struct campaign_totals {
+    int iterations = 0;
+    int kills = 0;
+    int failpoint_kills = 0;
+    int random_kills = 0;
+    int drained_before_kill = 0;
+    std::map<std::string, int> by_point;
+    std::size_t deliveries = 0;
+    std::size_t broker_duplicates = 0;
+    std::size_t redelivered = 0;
+    std::size_t max_broker_duplicates = 0;
+
+    void add(const kill9::effect_tally& t) {
+        ++iterations;
+        deliveries += t.deliveries;
+        broker_duplicates += t.broker_duplicates();
+        redelivered += t.redelivered;
+        max_broker_duplicates = std::max(max_broker_duplicates, t.broker_duplicates());
+    }
+
+    void print(const std::string& campaign, std::chrono::steady_clock::duration took) const {
+        std::cout << "kill9 " << campaign << ": " << iterations << " iterations of " << messages
+                  << " messages, " << kills << " kills (" << failpoint_kills << " at failpoints";
+        for (const auto& [point, n] : by_point)
+            std::cout << ' ' << point << '=' << n;
+        std::cout << "; " << random_kills << " at random times, " << drained_before_kill
+                  << " of which found the child already done); 0 lost, 0 duplicate effects; "
+                  << "broker-level duplicates: " << broker_duplicates << " of " << deliveries
+                  << " deliveries (at most " << max_broker_duplicates << " in one iteration), "
+                  << redelivered << " flagged redelivered; "
+                  << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() / 1000.0
+                  << " s" << std::endl;
+    }
+};
+
+/// Waits until `done()`; gives up when the count `progress()` has not changed for `stall` (a
+/// consumer with nothing left to deliver: something was lost) or after `limit`. Returns
+/// whether `done()` became true.
+template <class Done, class Progress>
+bool wait_while_progressing(Done done, Progress progress, std::chrono::milliseconds stall,
+                            std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    auto last = progress();
+    auto last_change = std::chrono::steady_clock::now();
+    while (!done()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline || now - last_change > stall)
+            return false;
+        if (const auto p = progress(); p != last) {
+            last = p;
+            last_change = now;
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
+/// Every SQLite file must pass `PRAGMA integrity_check` after every kill.
+void require_intact(const std::string& path, const iteration_story& story) {
+    INFO(story.describe());
+    INFO(path);
+    REQUIRE(kill9::integrity_check(path) == "ok");
+}
+
+/// Creates the consumer's file: letterbox's inbox and the campaign's tables.
+void create_consumer_database(const std::string& path) {
+    auto db = letterbox::sqlite::database::open(path);
+    auto uow = db.begin();
+    REQUIRE_FALSE(uow.connection().exec(kill9::consumer_schema));
+    REQUIRE_FALSE(uow.commit());
+}
+
+std::map<std::string, std::string> consumer_env(const std::string& path, const std::string& queue,
+                                                int prefetch, int effect_ms,
+                                                const std::string& failpoint) {
+    return {{kill9::env_database, path},
+            {kill9::env_queue, queue},
+            {kill9::env_prefetch, std::to_string(prefetch)},
+            {kill9::env_effect_ms, std::to_string(effect_ms)},
+            {kill9::env_failpoint, failpoint}};
+}
+
+/// Runs a consumer with no failpoint until every expected message has had its effect (or no
+/// delivery came for a while: something was lost), kills it, checks the file and tallies.
+kill9::effect_tally drain_and_tally(const std::string& path, const std::string& queue,
+                                    const std::set<std::string>& expected, int prefetch,
+                                    const std::string& log, const iteration_story& story) {
+    std::error_code ec;
+    auto reader = letterbox::sqlite::connection::open(path, {}, ec);
+    REQUIRE_FALSE(ec);
+    const auto applied = [&] {
+        return kill9::scalar(reader, "SELECT COUNT(DISTINCT message_id) FROM effects");
+    };
+    const auto delivered = [&] {
+        return kill9::scalar(reader, "SELECT COUNT(*) FROM deliveries");
+    };
+    {
+        kill9::child_process consumer(kill9::consumer_child_test,
+                                      consumer_env(path, queue, prefetch, 0, ""), log);
+        // Done when all are applied; given up when nothing was delivered for 5 s (a lost
+        // message never comes) or after a minute; the tally then tells what is missing.
+        wait_while_progressing(
+            [&] {
+                return applied() == static_cast<std::int64_t>(expected.size()) ||
+                       !consumer.running();
+            },
+            delivered, 5s, 60s);
+        INFO(story.describe());
+        INFO("final consumer output:\n" << consumer.log_tail());
+        REQUIRE(consumer.running()); // it runs until killed
+        consumer.kill9();
+    }
+    require_intact(path, story);
+    return kill9::tally_effects(path, expected);
+}
+
+/// The pass criteria of both campaigns.
+void require_exactly_once(const kill9::effect_tally& t, const iteration_story& story) {
+    INFO(story.describe());
+    INFO(t.describe());
+    CHECK(t.lost.empty());
+    CHECK(t.duplicated.empty());
+    CHECK(t.phantom.empty());
+    CHECK(t.effects == t.expected);
+    REQUIRE(t.inbox_records == t.expected);
+    REQUIRE((t.lost.empty() && t.duplicated.empty() && t.phantom.empty())); // stop at the first
+}
+
+// ---- the relay campaign ----------------------------------------------------------------------
+
+/// One iteration; returns what happened, in one line.
+std::string relay_iteration(driver_broker& b, int index, campaign_totals& totals) {
+    iteration_story story;
+    story.campaign = "relay";
+    story.index = index;
+    story.seed = letterbox::testing::derive_seed(letterbox::testing::test_seed(),
+                                                 "kill9/relay/" + std::to_string(index));
+    std::mt19937_64 rng(story.seed);
+    test_support::temp_directory dir;
+    const auto outbox_path = dir.file("outbox.db");
+    const auto consumer_path = dir.file("consumer.db");
+
+    auto transport = b.f.make();
+    const auto queue = b.declare_queue(transport, "kill9.relay");
+    b.close(transport);
+
+    // The business service: a row and its event, one transaction each.
+    auto db = letterbox::sqlite::database::open(outbox_path);
+    letterbox::sqlite::outbox_store outbox(db);
+    {
+        auto uow = db.begin();
+        REQUIRE_FALSE(uow.connection().exec(
+            "CREATE TABLE business(id INTEGER PRIMARY KEY, message_id TEXT NOT NULL)"));
+        REQUIRE_FALSE(uow.commit());
+    }
+    letterbox::message_id_generator ids(rng());
+    std::set<std::string> expected;
+    auto write_rows = [&](int count) {
+        for (int n = 0; n < count; ++n) {
+            letterbox::outbox_entry e;
+            e.msg.id = ids();
+            e.msg.type = "kill9.row_written";
+            e.msg.exchange = "";
+            e.msg.routing_key = queue;
+            e.msg.body = std::to_string(expected.size());
+            e.aggregate_type = "row";
+            e.aggregate_id = std::to_string(expected.size());
+            auto uow = db.begin();
+            std::error_code ec;
+            auto st = uow.connection().prepare("INSERT INTO business(message_id) VALUES (?1)", ec);
+            REQUIRE_FALSE(ec);
+            REQUIRE_FALSE(st->bind_text(1, letterbox::to_string(e.msg.id)));
+            REQUIRE_FALSE(st->execute());
+            st = {};
+            REQUIRE_FALSE(outbox.add(uow, e, std::chrono::system_clock::now()));
+            REQUIRE_FALSE(uow.commit());
+            expected.insert(letterbox::to_string(e.msg.id));
+        }
+    };
+    auto stats = [&] {
+        std::error_code ec;
+        auto s = outbox.stats(std::chrono::system_clock::now(), ec);
+        if (ec) // polled: no assertion per call
+            throw std::system_error(ec, "outbox stats");
+        return s;
+    };
+    auto relay_env = [&](const std::string& owner, const std::string& failpoint) {
+        return std::map<std::string, std::string>{{kill9::env_database, outbox_path},
+                                                  {kill9::env_owner, owner},
+                                                  {kill9::env_failpoint, failpoint},
+                                                  {kill9::env_seed, std::to_string(rng())}};
+    };
+
+    // The rows arrive in chunks, one before each relay process, so that every process has work.
+    const int kills = uniform(rng, 3, 5);
+    const int chunk = messages / (kills + 1);
+    for (int k = 0; k < kills; ++k) {
+        write_rows(chunk);
+        const auto before = stats();
+        const auto owner = "kill9-relay-" + std::to_string(index) + "-" + std::to_string(k);
+        const auto log = dir.file(owner + ".log");
+        // The first kill of iteration i is at failpoint i mod 5, so that every point is hit in
+        // every run of 5 iterations or more; the others are a coin toss.
+        const bool at_failpoint = k == 0 || uniform(rng, 0, 1) == 0;
+        if (at_failpoint) {
+            const auto point = k == 0 ? relay_points[static_cast<std::size_t>(index) % 5]
+                                      : relay_points[static_cast<std::size_t>(uniform(rng, 0, 4))];
+            // Every pending row passes every point at least once before the relay can finish,
+            // so the hit is reached.
+            const kill9::failpoint fp{std::string(letterbox::to_string(point)),
+                                      static_cast<std::uint64_t>(uniform(
+                                          rng, 1, std::max(1, static_cast<int>(before.pending))))};
+            story.kills.push_back(fp.to_string());
+            kill9::child_process relay(kill9::relay_child_test, relay_env(owner, fp.to_string()),
+                                       log);
+            const auto status = relay.wait_for(60s);
+            INFO(story.describe());
+            INFO("relay output:\n" << relay.log_tail());
+            REQUIRE(status.has_value());
+            REQUIRE(status->killed_by_sigkill()); // it died at its failpoint
+            ++totals.failpoint_kills;
+            ++totals.by_point[fp.point];
+        } else {
+            // At a random time once it has published something: it then holds claimed rows and
+            // publishes in flight.
+            const int delay_ms = uniform(rng, 0, 25);
+            kill9::child_process relay(kill9::relay_child_test, relay_env(owner, ""), log);
+            const bool working = kill9::wait_until(
+                [&] { return stats().published > before.published || !relay.running(); }, 30s);
+            relay.wait_for(std::chrono::milliseconds(delay_ms));
+            const auto status = relay.kill9();
+            INFO(story.describe());
+            INFO("relay output:\n" << relay.log_tail());
+            REQUIRE(working);
+            if (status.killed_by_sigkill()) {
+                story.kills.push_back("random:" + std::to_string(delay_ms) + "ms");
+            } else {
+                REQUIRE(status.exited_ok()); // it drained its rows before the kill came
+                story.kills.push_back("random:" + std::to_string(delay_ms) + "ms(done)");
+                ++totals.drained_before_kill;
+            }
+            ++totals.random_kills;
+        }
+        ++totals.kills;
+        require_intact(outbox_path, story);
+    }
+
+    // The last chunk, and a relay that is left alone: it drains the outbox and exits.
+    write_rows(messages - kills * chunk);
+    {
+        kill9::child_process relay(kill9::relay_child_test, relay_env("kill9-relay-final", ""),
+                                   dir.file("relay-final.log"));
+        const auto status = relay.wait_for(60s);
+        INFO(story.describe());
+        INFO("final relay output:\n" << relay.log_tail());
+        REQUIRE(status.has_value());
+        REQUIRE(status->exited_ok());
+    }
+    require_intact(outbox_path, story);
+    {
+        const auto s = stats();
+        INFO(story.describe());
+        CHECK(s.pending == 0);
+        CHECK(s.parked == 0);
+        REQUIRE(s.published == static_cast<std::size_t>(messages));
+    }
+
+    // Everything the relays published is consumed once.
+    create_consumer_database(consumer_path);
+    const auto tally =
+        drain_and_tally(consumer_path, queue, expected, 16, dir.file("consumer.log"), story);
+    require_exactly_once(tally, story);
+    totals.add(tally);
+    return story.describe() + "; " + tally.describe();
+}
+
+// ---- the consumer campaign -------------------------------------------------------------------
+
+std::string consumer_iteration(driver_broker& b, int index, campaign_totals& totals) {
+    iteration_story story;
+    story.campaign = "consumer";
+    story.index = index;
+    story.seed = letterbox::testing::derive_seed(letterbox::testing::test_seed(),
+                                                 "kill9/consumer/" + std::to_string(index));
+    std::mt19937_64 rng(story.seed);
+    test_support::temp_directory dir;
+    const auto path = dir.file("consumer.db");
+    create_consumer_database(path);
+
+    // The messages are in the queue before the first consumer starts.
+    auto transport = b.f.make();
+    const auto queue = b.declare_queue(transport, "kill9.consumer");
+    letterbox::message_id_generator ids(rng());
+    std::set<std::string> expected;
+    std::vector<std::optional<std::error_code>> outcomes(messages);
+    for (int n = 0; n < messages; ++n) {
+        letterbox::message m;
+        m.id = ids();
+        m.type = "kill9.work";
+        m.routing_key = queue;
+        m.body = std::to_string(n);
+        expected.insert(letterbox::to_string(m.id));
+        transport.async_publish(
+            m, [&outcomes, n](std::error_code ec) { outcomes[static_cast<std::size_t>(n)] = ec; });
+    }
+    REQUIRE(b.f.run_until(
+        [&] {
+            return std::all_of(outcomes.begin(), outcomes.end(),
+                               [](const auto& o) { return o.has_value(); });
+        },
+        30s));
+    for (const auto& o : outcomes)
+        REQUIRE_FALSE(*o);
+    b.close(transport);
+
+    const int prefetch = uniform(rng, 8, 16);
+    const int effect_ms = uniform(rng, 1, 3);
+    story.setup =
+        ", prefetch " + std::to_string(prefetch) + ", effect " + std::to_string(effect_ms) + " ms";
+    std::error_code ec;
+    auto reader = letterbox::sqlite::connection::open(path, {}, ec);
+    REQUIRE_FALSE(ec);
+    const auto applied = [&] {
+        return kill9::scalar(reader, "SELECT COUNT(DISTINCT message_id) FROM effects");
+    };
+    const auto delivered = [&] {
+        return kill9::scalar(reader, "SELECT COUNT(*) FROM deliveries");
+    };
+
+    const int kills = uniform(rng, 3, 5);
+    int unreached = 0;
+    for (int k = 0; k < kills; ++k) {
+        const int remaining = messages - static_cast<int>(applied());
+        if (remaining == 0)
+            break; // everything was applied before this kill: nothing left to interrupt
+        const auto log = dir.file("consumer-" + std::to_string(k) + ".log");
+        const bool at_failpoint = k == 0 || uniform(rng, 0, 1) == 0;
+        if (at_failpoint) {
+            const auto point = k == 0
+                                   ? consumer_points[static_cast<std::size_t>(index) % 2]
+                                   : consumer_points[static_cast<std::size_t>(uniform(rng, 0, 1))];
+            // Each message not applied yet passes both points once in this process, so a hit
+            // up to `remaining` is reached; spread the kills over the work.
+            const kill9::failpoint fp{
+                std::string(point), static_cast<std::uint64_t>(
+                                        uniform(rng, 1, std::max(1, remaining / (kills - k + 1))))};
+            story.kills.push_back(fp.to_string());
+            kill9::child_process consumer(
+                kill9::consumer_child_test,
+                consumer_env(path, queue, prefetch, effect_ms, fp.to_string()), log);
+            // It dies at its failpoint, unless its deliveries dry up first: then messages were
+            // lost, which the tally at the end reports (so the run goes on to it).
+            const bool ended =
+                wait_while_progressing([&] { return !consumer.running(); }, delivered, 5s, 60s);
+            const auto status = consumer.kill9();
+            INFO(story.describe());
+            INFO("consumer output:\n" << consumer.log_tail());
+            if (ended) {
+                REQUIRE(status.killed_by_sigkill()); // it died at its failpoint
+            } else {
+                story.kills.back() += "(not reached: no more deliveries)";
+                ++unreached;
+            }
+            ++totals.failpoint_kills;
+            ++totals.by_point[fp.point];
+        } else {
+            // At a random time once it handles deliveries: it then holds up to `prefetch`
+            // unacknowledged ones.
+            const int delay_ms = uniform(rng, 0, 150);
+            story.kills.push_back("random:" + std::to_string(delay_ms) + "ms");
+            const auto baseline = delivered();
+            kill9::child_process consumer(kill9::consumer_child_test,
+                                          consumer_env(path, queue, prefetch, effect_ms, ""), log);
+            const bool working = kill9::wait_until(
+                [&] { return delivered() > baseline || !consumer.running(); }, 20s);
+            consumer.wait_for(std::chrono::milliseconds(delay_ms));
+            INFO(story.describe());
+            INFO("consumer output:\n" << consumer.log_tail());
+            REQUIRE(consumer.running()); // a consumer only ends when killed
+            REQUIRE(consumer.kill9().killed_by_sigkill());
+            if (!working) { // nothing came: lost, as the tally at the end reports
+                story.kills.back() += "(no deliveries)";
+                ++unreached;
+            }
+            ++totals.random_kills;
+        }
+        ++totals.kills;
+        require_intact(path, story);
+    }
+
+    const auto tally =
+        drain_and_tally(path, queue, expected, prefetch, dir.file("consumer-final.log"), story);
+    require_exactly_once(tally, story);
+    {
+        INFO(story.describe());
+        INFO("a consumer found nothing left to deliver before its kill");
+        REQUIRE(unreached == 0);
+    }
+    {
+        // The first kill was at a failpoint, with the delivery in hand unacknowledged: the
+        // broker delivered it again, flagged.
+        INFO(story.describe());
+        INFO(tally.describe());
+        REQUIRE(tally.redelivered >= 1);
+    }
+    totals.add(tally);
+    return story.describe() + "; " + tally.describe();
+}
+
+template <class Iteration>
+void run_campaign(const std::string& name, Iteration iteration) {
+    driver_broker b;
+    campaign_totals totals;
+    const auto started = std::chrono::steady_clock::now();
+    // LETTERBOX_KILL9_ITERATION=i replays iteration i alone (with the LETTERBOX_SEED printed).
+    const auto only = kill9::env("LETTERBOX_KILL9_ITERATION");
+    const int first = only.empty() ? 0 : std::stoi(only);
+    const int n = only.empty() ? kill9::iterations() : first + 1;
+    const bool verbose = kill9::env("LETTERBOX_KILL9_VERBOSE") == "1";
+    for (int i = first; i < n; ++i) {
+        const auto story = iteration(b, i, totals);
+        if (verbose)
+            std::cout << story << std::endl;
+    }
+    totals.print(name, std::chrono::steady_clock::now() - started);
+    CHECK(totals.iterations == n - first);
+}
+
+} // namespace
+
+TEST_CASE("kill9: a relay process killed at random times and at each failpoint, then restarted, "
+          "loses nothing and duplicates no effect",
+          "[integration][kill9]") {
+    run_campaign("relay", relay_iteration);
+}
+
+TEST_CASE("kill9: a consumer process holding prefetch-N unacked deliveries, killed at random "
+          "times and at each failpoint, then restarted, loses nothing and duplicates no effect",
+          "[integration][kill9]") {
+    run_campaign("consumer", consumer_iteration);
+}
