@@ -7,8 +7,11 @@
 #                      ThreadSanitizer pass (make tsan)
 #   make asan          only the ASan+UBSan part of make test (with its broker)
 #   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads` (with a broker)
+#   make test-extended the extended tier: optimised build in build/extended; the pipeline simulation
+#                      over 100,000 seeds and the kill -9 campaigns with 100 iterations (LETTERBOX_EXTENDED=1)
 #   make demo          Release build in build/release, runs examples 02 (outbox), 01 (routing), 03 (poison),
-#                      04 (e-mail worker, in memory)
+#                      04 (e-mail worker, in memory), 05 (property-testing a handler under 200 fault
+#                      schedules; it needs the testing component, which demo turns on)
 #   make bench         Release build with benchmarks, runs every bench_*
 #   make format        clang-format -i;  make format-check: fail on unformatted files
 #   make clean         remove build/
@@ -59,7 +62,7 @@ AMQP_OPTION := -DLETTERBOX_WITH_AMQP=$(if $(and $(wildcard include/letterbox/amq
 FORMAT_DIRS := include tests examples benchmarks
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.ipp' \) 2>/dev/null | sort)
 
-.PHONY: deps test asan tsan asan-build tsan-build release-configure demo bench format format-check clean
+.PHONY: deps test test-extended asan tsan asan-build tsan-build release-configure demo bench format format-check clean
 
 deps:
 	@missing=(); \
@@ -87,6 +90,20 @@ deps:
 test: deps asan-build tsan-build
 	$(WITH_BROKER) $(SHELL) -c '$(run_tsan_tests) && $(run_asan_tests)'
 
+# `make test-extended`: the extended tier (docs/testing.md, "Tiers"): an optimised build of the
+# property and integration tests (sanitizers off, so that 200,000 simulated runs fit in minutes),
+# then, with LETTERBOX_EXTENDED=1 and a broker: the pipeline simulation over 100,000 seeds (each
+# run twice), its self-test, and the kill -9 campaigns with 100 iterations each.
+EXTENDED_TESTS := pipeline simulation|self-test|kill9
+test-extended: deps
+	$(CMAKE) -S . -B $(BUILD)/extended -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_VERIFY_HEADERS=OFF \
+	    -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON $(AMQP_OPTION) -DLETTERBOX_TEST_TIMEOUT=14400 \
+	    "-DCMAKE_CXX_FLAGS=$(WARNINGS)"
+	$(CMAKE) --build $(BUILD)/extended -j$(JOBS) --target letterbox_property_tests letterbox_integration_tests
+	LETTERBOX_EXTENDED=1 $(WITH_BROKER) $(CTEST) --test-dir $(BUILD)/extended --output-on-failure \
+	    --no-tests=error -j$(JOBS) -R '$(EXTENDED_TESTS)'
+
 asan: deps asan-build
 	$(WITH_BROKER) $(run_asan_tests)
 
@@ -106,9 +123,10 @@ tsan-build:
 	    "-DCMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
 	$(CMAKE) --build $(BUILD)/tsan -j$(JOBS)
 
-run_asan_tests = $(CTEST) --test-dir $(BUILD)/asan --output-on-failure --no-tests=error -j$(JOBS)
+# The PR tier: LETTERBOX_EXTENDED (the extended tier's switch) is cleared for these runs.
+run_asan_tests = env -u LETTERBOX_EXTENDED $(CTEST) --test-dir $(BUILD)/asan --output-on-failure --no-tests=error -j$(JOBS)
 # --no-tests=ignore: no [threads] tests yet is not a failure.
-run_tsan_tests = $(CTEST) --test-dir $(BUILD)/tsan --output-on-failure --no-tests=ignore -L threads -j$(JOBS)
+run_tsan_tests = env -u LETTERBOX_EXTENDED $(CTEST) --test-dir $(BUILD)/tsan --output-on-failure --no-tests=ignore -L threads -j$(JOBS)
 
 release-configure: deps
 	$(CMAKE) -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release \
@@ -116,9 +134,10 @@ release-configure: deps
 	    $(RELEASE_ARGS)
 
 # The main job: the transactional outbox through a broker outage, then topic routing.
-DEMOS := 02_transactional_outbox 01_topic_routing 03_poison_message_and_replay 04_email_worker
+DEMOS := 02_transactional_outbox 01_topic_routing 03_poison_message_and_replay 04_email_worker \
+         05_property_test_your_handler
 demo: deps
-	$(MAKE) --no-print-directory release-configure
+	$(MAKE) --no-print-directory release-configure RELEASE_ARGS=-DLETTERBOX_WITH_TESTING=ON
 	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target $(addprefix example_,$(DEMOS))
 	@for d in $(DEMOS); do \
 	    echo "== examples/$$d"; \
