@@ -2,9 +2,11 @@
 #pragma once
 
 // The one-thread world that the in-memory tests run in: a single-threaded io_context, a
-// virtual clock, and the in-memory broker on both. Time moves only when the driver moves it,
-// so a test never sleeps and a run is deterministic.
+// virtual clock, and the in-memory broker on both, as plain members (the public
+// letterbox::testing::simulation has the same loop, behind accessors). Time moves only when the
+// driver moves it, so a test never sleeps and a run is deterministic.
 
+#include <letterbox/testing/simulation.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
 #include <letterbox/virtual_clock.hpp>
 
@@ -26,34 +28,13 @@ struct simulation {
     letterbox::virtual_clock clock;
     letterbox::in_memory::broker broker{io.get_executor(), clock};
 
-    /// Runs ready handlers one at a time; when none is ready, moves virtual time to the next
-    /// deadline. True when `done()` holds; false when nothing is left to run first, or after
-    /// `max_steps` steps.
+    /// letterbox::testing::drive_until on this world (a smaller default bound).
     bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 2'000'000) {
-        for (std::size_t step = 0; step < max_steps; ++step) {
-            if (done())
-                return true;
-            io.restart();
-            if (io.poll_one() == 0 && !clock.advance_to_next())
-                return done();
-        }
-        return done();
+        return letterbox::testing::drive_until(io, clock, done, max_steps);
     }
 
-    /// Runs everything ready now, then moves virtual time forward by `d`, firing what falls
-    /// due on the way (and running what that makes ready).
-    void run_for(std::chrono::nanoseconds d) {
-        const auto end = clock.now() + d;
-        for (int step = 0; step < 100'000; ++step) {
-            run_ready();
-            const auto next = clock.next_deadline();
-            if (!next || *next > end)
-                break;
-            clock.advance_to(*next);
-        }
-        clock.advance_to(end);
-        run_ready();
-    }
+    /// letterbox::testing::run_for on this world.
+    void run_for(std::chrono::nanoseconds d) { letterbox::testing::run_for(io, clock, d); }
 
     /// Starts `op` with a `void(std::error_code)` completion, drives until it completes, and
     /// returns its error code.
@@ -72,13 +53,6 @@ struct simulation {
         op([&result](std::error_code ec, R r) { result.emplace(ec, std::move(r)); });
         REQUIRE(drive_until([&] { return result.has_value(); }));
         return std::move(*result);
-    }
-
-private:
-    void run_ready() {
-        io.restart();
-        for (int i = 0; i < 1'000'000 && io.poll_one() != 0; ++i) {
-        }
     }
 };
 

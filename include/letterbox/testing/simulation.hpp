@@ -19,6 +19,45 @@
 
 namespace letterbox::testing {
 
+/// Runs the handlers of the single-threaded `io` that are ready now, one at a time, without
+/// moving time (at most `max_steps`).
+inline void run_ready(boost::asio::io_context& io, std::size_t max_steps = 5'000'000) {
+    io.restart();
+    for (std::size_t i = 0; i < max_steps && io.poll_one() != 0; ++i) {
+    }
+}
+
+/// Drives `io` on the calling thread: runs ready handlers one at a time and, when none is
+/// ready, moves `clock` to its next timer. Returns true as soon as `done()` holds; false when
+/// nothing is left to run and `done()` still does not hold, or after `max_steps` handlers and
+/// jumps (a bound against livelock).
+inline bool drive_until(boost::asio::io_context& io, virtual_clock& clock,
+                        const std::function<bool()>& done, std::size_t max_steps = 5'000'000) {
+    for (std::size_t step = 0; step < max_steps; ++step) {
+        if (done())
+            return true;
+        io.restart();
+        if (io.poll_one() == 0 && !clock.advance_to_next())
+            return done();
+    }
+    return done();
+}
+
+/// Runs what falls due in the next `d` of virtual time on `io`, then leaves `clock` at exactly
+/// `now + d`.
+inline void run_for(boost::asio::io_context& io, virtual_clock& clock, std::chrono::nanoseconds d) {
+    const auto end = clock.now() + d;
+    for (std::size_t step = 0; step < 5'000'000; ++step) {
+        run_ready(io);
+        const auto next = clock.next_deadline();
+        if (!next || *next > end)
+            break;
+        clock.advance_to(*next);
+    }
+    clock.advance_to(end);
+    run_ready(io);
+}
+
 /// A deterministic world to run a pipeline in: one single-threaded `io_context`, a
 /// `virtual_clock`, an in-memory broker on both, and a root seed from which every subsystem
 /// derives its own (REPRO-01..04).
@@ -92,41 +131,14 @@ public:
         at(clock_.now() + delay, std::move(f));
     }
 
-    /// Runs ready handlers one at a time; when none is ready, jumps to the next timer. Returns
-    /// true as soon as `done()` holds; false when nothing is left to run and `done()` still
-    /// does not hold, or after `max_steps` handlers and jumps (a bound against livelock).
+    /// `letterbox::testing::drive_until` on this world.
     bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 5'000'000) {
-        for (std::size_t step = 0; step < max_steps; ++step) {
-            if (done())
-                return true;
-            io_.restart();
-            if (io_.poll_one() == 0 && !clock_.advance_to_next())
-                return done();
-        }
-        return done();
+        return testing::drive_until(io_, clock_, done, max_steps);
     }
-
-    /// Runs everything that falls due in the next `d` of virtual time, then leaves the clock
-    /// at exactly `now + d`.
-    void run_for(std::chrono::nanoseconds d) {
-        const auto end = clock_.now() + d;
-        for (std::size_t step = 0; step < 5'000'000; ++step) {
-            run_ready();
-            const auto next = clock_.next_deadline();
-            if (!next || *next > end)
-                break;
-            clock_.advance_to(*next);
-        }
-        clock_.advance_to(end);
-        run_ready();
-    }
-
-    /// Runs every handler that is ready now, without moving time (bounded).
-    void run_ready() {
-        io_.restart();
-        for (std::size_t i = 0; i < 5'000'000 && io_.poll_one() != 0; ++i) {
-        }
-    }
+    /// `letterbox::testing::run_for` on this world.
+    void run_for(std::chrono::nanoseconds d) { testing::run_for(io_, clock_, d); }
+    /// `letterbox::testing::run_ready` on this world.
+    void run_ready() { testing::run_ready(io_); }
 
 private:
     std::uint64_t seed_;
