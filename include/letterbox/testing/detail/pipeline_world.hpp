@@ -689,9 +689,11 @@ private:
         add(check_no_duplicate_effect(h));
         // Order holds while no message of an aggregate is retried or dead-lettered (a retried
         // message is overtaken by its successors): see docs/guarantees.md.
-        r.order_checked = profile_.handler_transient_rate == 0.0 && !profile_.poison_message &&
-                          profile_.handler_permanent_failures == 0 &&
-                          profile_.sqlite_busy_periods == 0;
+        r.order_checked =
+            profile_.handler_transient_rate == 0.0 && !profile_.poison_message &&
+            profile_.handler_permanent_failures == 0 &&
+            std::none_of(schedule_.commands.begin(), schedule_.commands.end(),
+                         [](const fault_command& c) { return c.kind == fault_kind::sqlite_busy; });
         if (r.order_checked)
             add(check_aggregate_order(h));
         // Each copy of a message may be delivered max_attempts times. Copies come from the
