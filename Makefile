@@ -95,11 +95,15 @@ test: deps asan-build tsan-build
 # then, with LETTERBOX_EXTENDED=1 and a broker: the pipeline simulation over 100,000 seeds (each
 # run twice), its self-test, and the kill -9 campaigns with 100 iterations each.
 EXTENDED_TESTS := pipeline simulation|self-test|kill9
+# g++ 12 at -O2 reports false -Wmaybe-uninitialized (std::optional<field_table> in the AMQP codec
+# tests) and -Wrestrict (GCC bug 105651) in inlined standard library code; the ASan build, which
+# is -O0, keeps both warnings as errors.
+EXTENDED_NO_FALSE_WARNINGS := -Wno-maybe-uninitialized -Wno-restrict
 test-extended: deps
 	$(CMAKE) -S . -B $(BUILD)/extended -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_VERIFY_HEADERS=OFF \
 	    -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON $(AMQP_OPTION) -DLETTERBOX_TEST_TIMEOUT=14400 \
-	    "-DCMAKE_CXX_FLAGS=$(WARNINGS)"
+	    "-DCMAKE_CXX_FLAGS=$(WARNINGS) $(EXTENDED_NO_FALSE_WARNINGS)"
 	$(CMAKE) --build $(BUILD)/extended -j$(JOBS) --target letterbox_property_tests letterbox_integration_tests
 	LETTERBOX_EXTENDED=1 $(WITH_BROKER) $(CTEST) --test-dir $(BUILD)/extended --output-on-failure \
 	    --no-tests=error -j$(JOBS) -R '$(EXTENDED_TESTS)'
