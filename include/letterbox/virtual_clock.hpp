@@ -56,6 +56,14 @@ public:
     virtual_clock(const virtual_clock&) = delete;
     virtual_clock& operator=(const virtual_clock&) = delete;
 
+    /// Drops the pending waits without running them. Each is taken out of the clock before it
+    /// is destroyed: a handler may own its timer (a `shared_ptr` captured in the handler), and
+    /// that timer's destructor cancels its waits through this clock.
+    ~virtual_clock() {
+        while (!waits_.empty())
+            waits_.extract(waits_.begin()); // the node, and the wait in it, die here
+    }
+
     time_point now() const noexcept { return now_; }
 
     /// The wall time corresponding to `now()`: the epoch plus the virtual time elapsed.

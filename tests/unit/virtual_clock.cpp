@@ -7,6 +7,7 @@
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <vector>
 
 using namespace letterbox;
@@ -99,4 +100,29 @@ TEST_CASE("both shipped clocks model the clock concept", "[clock]") {
     STATIC_REQUIRE(letterbox::clock<virtual_clock>);
     STATIC_REQUIRE(letterbox::clock<steady_clock>);
     STATIC_REQUIRE(letterbox::waitable_timer<virtual_clock::timer_type<>>);
+}
+
+TEST_CASE("a clock destroyed with a pending wait whose handler owns its timer frees it once",
+          "[clock]") {
+    // The pattern of letterbox::consumer's retry delays: the handler keeps its timer alive.
+    // Destroying the clock destroys the handler, hence the timer, whose destructor cancels
+    // through the clock; ASan reported a use after free here before the clock took its waits
+    // out first.
+    boost::asio::io_context io;
+    bool fired = false;
+    std::weak_ptr<letterbox::virtual_clock::timer_type<>> watch;
+    {
+        letterbox::virtual_clock clock;
+        auto timer = std::make_shared<letterbox::virtual_clock::timer_type<>>(
+            clock.make_timer(boost::asio::any_io_executor(io.get_executor())));
+        watch = timer;
+        timer->expires_after(std::chrono::seconds(5));
+        timer->async_wait([timer, &fired](boost::system::error_code) { fired = true; });
+        timer.reset();
+        CHECK(clock.pending() == 1);
+        CHECK_FALSE(watch.expired()); // the handler holds it
+    }
+    CHECK(watch.expired()); // destroyed with the clock, once
+    io.run();
+    CHECK_FALSE(fired);
 }
