@@ -26,6 +26,8 @@
 #include <letterbox/testing/history_event.hpp>
 #include <letterbox/testing/seed.hpp>
 
+#include "support/check_property.hpp"
+
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
@@ -254,36 +256,10 @@ std::string show(const std::vector<invariant_violation>& violations) {
     return os.str();
 }
 
-rc::detail::TestParams test_params() {
-    auto params = rc::detail::configuration().testParams;
-    const char* env = std::getenv("RC_PARAMS");
-    const auto mentions = [env](std::string_view key) {
-        return env != nullptr && std::string_view(env).find(key) != std::string_view::npos;
-    };
-    if (!mentions("seed=")) {
-        params.seed = letterbox::testing::test_seed();
-    }
-    if (!mentions("max_success=")) {
-        params.maxSuccess = kMaxSuccess;
-    }
-    return params;
-}
-
-/// Runs one RapidCheck property with the seeded parameters and reports through Catch2.
+/// test_support::check_property with this file's number of cases.
 template <class Testable>
 void check_property(const char* id, Testable&& testable) {
-    const auto params = test_params();
-    INFO("LETTERBOX_SEED=" << letterbox::testing::test_seed() << " (RapidCheck seed " << params.seed
-                           << ", " << params.maxSuccess << " cases)");
-    rc::detail::TestMetadata metadata;
-    metadata.id = id;
-    metadata.description = id;
-    const auto result =
-        rc::detail::checkTestable(std::forward<Testable>(testable), metadata, params);
-    std::ostringstream report;
-    rc::detail::printResultMessage(result, report);
-    INFO(report.str());
-    REQUIRE(result.template is<rc::detail::SuccessResult>());
+    test_support::check_property(id, kMaxSuccess, std::forward<Testable>(testable));
 }
 
 } // namespace
