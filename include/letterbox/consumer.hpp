@@ -6,6 +6,7 @@
 #include <letterbox/concepts/handler.hpp>
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/consume_options.hpp>
+#include <letterbox/consumer_event.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/middleware/detail/run_inner.hpp>
@@ -22,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -51,6 +53,10 @@ struct consumer_options {
     /// Greater than zero.
     std::chrono::milliseconds store_retry_initial{100};
     std::chrono::milliseconds store_retry_max{10'000};
+    /// Observes what the consumer does with each delivery (`consumer_event`): for metrics, such
+    /// as `letterbox::ops::letterbox_metrics`. Called on the transport's executor,
+    /// synchronously; it must be quick, must not throw and must not call the consumer.
+    std::function<void(const consumer_event&)> on_event{};
 };
 
 /// What a consumer has seen, for metrics and tests.
@@ -173,15 +179,23 @@ private:
 
         static void handle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
                            std::uint32_t run, std::uint32_t store_failures = 0) {
-            if (run == 1 && store_failures == 0)
+            if (run == 1 && store_failures == 0) {
                 s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
+                s->observe(consumer_event::kind::delivered, *d);
+            }
             disposition r = disposition::ack();
+            const auto started = s->clock->now();
             try {
                 r = middleware::detail::run_inner(s->handler, middleware::handling{*d, run});
             } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
                 middleware::handler_failure f;
                 f.error = errc::internal_error;
                 r = disposition::fail(std::move(f));
+            }
+            if (s->options.on_event) {
+                const auto took =
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(s->clock->now() - started);
+                s->options.on_event(consumer_event{consumer_event::kind::handled, *d, {}, took});
             }
             settle(s, std::move(d), run, std::move(r), store_failures);
         }
@@ -195,9 +209,11 @@ private:
             switch (r.what()) {
             case disposition::kind::ack:
                 c.acked.fetch_add(1, std::memory_order_relaxed);
+                s->observe(consumer_event::kind::acked, *d);
                 return t->async_ack(*d, ignore);
             case disposition::kind::fail: {
                 c.failed.fetch_add(1, std::memory_order_relaxed);
+                s->observe(consumer_event::kind::failed, *d);
                 // The consumer's own database failed (locked, full, unreadable): not the
                 // message's fault, so it must be handled again rather than dead-lettered,
                 // after a wait (a requeue would spin while the database stays locked).
@@ -205,25 +221,44 @@ private:
                     return wait_for_store(s, std::move(d), run, store_failures);
                 if (s->options.on_failure == failure_action::requeue)
                     return t->async_nack(*d, true, ignore);
+                s->observe(consumer_event::kind::rejected, *d);
                 return t->async_reject(*d, false, ignore);
             }
             case disposition::kind::requeue:
                 c.failed.fetch_add(1, std::memory_order_relaxed);
+                s->observe(consumer_event::kind::failed, *d);
                 return t->async_nack(*d, true, ignore);
             case disposition::kind::reject:
-                count(c, r.why());
+                count(*s, r.why(), *d, reason_of(r));
+                s->observe(consumer_event::kind::rejected, *d);
                 return t->async_reject(*d, false, ignore);
             case disposition::kind::retry_in:
                 c.retried.fetch_add(1, std::memory_order_relaxed);
+                s->observe(consumer_event::kind::retried, *d);
                 return retry_later(s, std::move(d), run, r.delay());
             case disposition::kind::forward:
                 return forward(s, std::move(d), std::move(r));
             }
         }
 
-        static void count(counters& c, disposition::purpose p) {
-            (p == disposition::purpose::dead_letter ? c.dead_lettered : c.redelivered)
+        static void count(state& s, disposition::purpose p, const delivery& d,
+                          std::string_view reason) {
+            const bool dead = p == disposition::purpose::dead_letter;
+            (dead ? s.counts.dead_lettered : s.counts.redelivered)
                 .fetch_add(1, std::memory_order_relaxed);
+            s.observe(dead ? consumer_event::kind::dead_lettered
+                           : consumer_event::kind::redelivered,
+                      d, reason);
+        }
+
+        static std::string reason_of(const disposition& r) {
+            const auto* f = r.failure();
+            return f ? f->reason : std::string{};
+        }
+
+        void observe(consumer_event::kind k, const delivery& d, std::string_view reason = {}) {
+            if (options.on_event)
+                options.on_event(consumer_event{k, d, reason, {}});
         }
 
         static void wait_for_store(const std::shared_ptr<state>& s,
@@ -266,7 +301,8 @@ private:
             const auto purpose = r.why();
             std::weak_ptr<state> weak = s;
             s->transport->async_publish(
-                *r.forwarded(), [weak, d = std::move(d), purpose](std::error_code ec) {
+                *r.forwarded(),
+                [weak, d = std::move(d), purpose, reason = reason_of(r)](std::error_code ec) {
                     auto self = weak.lock();
                     if (!self)
                         return;
@@ -275,9 +311,10 @@ private:
                     if (ec) {
                         // Not stored, or not known to be: keep the original.
                         self->counts.forward_failed.fetch_add(1, std::memory_order_relaxed);
+                        self->observe(consumer_event::kind::forward_failed, *d);
                         return self->transport->async_nack(*d, true, ignore);
                     }
-                    count(self->counts, purpose);
+                    count(*self, purpose, *d, reason);
                     self->transport->async_ack(*d, ignore);
                 });
         }

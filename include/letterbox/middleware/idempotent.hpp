@@ -77,7 +77,7 @@ public:
         auto ec = inbox_->try_record(uow, consumer_id_, m.id, clock_->wall_now());
         if (ec == errc::already_processed) {
             uow.rollback();
-            counters_->duplicates.fetch_add(1, std::memory_order_relaxed);
+            counted_duplicate(m);
             return {};
         }
         if (!ec) {
@@ -102,7 +102,7 @@ public:
         if (ec == errc::already_processed) {
             // A concurrent delivery of the same message committed first: its effect stands,
             // ours was discarded with this unit.
-            counters_->duplicates.fetch_add(1, std::memory_order_relaxed);
+            counted_duplicate(m);
             return {};
         }
         (ec ? counters_->failed : counters_->processed).fetch_add(1, std::memory_order_relaxed);
@@ -138,6 +138,16 @@ public:
         return h;
     }
 
+    /// Returns a copy that calls `observer` with each duplicate it absorbs (after counting it):
+    /// for metrics, such as `letterbox::ops::letterbox_metrics::duplicate_observer()`. It runs
+    /// where the handler runs; it must be quick and must not throw. The copy shares the
+    /// statistics.
+    idempotent_handler on_duplicate(std::function<void(const message&)> observer) const {
+        idempotent_handler h = *this;
+        h.on_duplicate_ = std::move(observer);
+        return h;
+    }
+
     /// The retention declared with `with_retention`, if any.
     std::optional<std::chrono::milliseconds> retention() const noexcept { return retention_; }
 
@@ -154,6 +164,12 @@ private:
         std::atomic<std::uint64_t> duplicates{0};
         std::atomic<std::uint64_t> failed{0};
     };
+
+    void counted_duplicate(const message& m) const {
+        counters_->duplicates.fetch_add(1, std::memory_order_relaxed);
+        if (on_duplicate_)
+            on_duplicate_(m);
+    }
 
     bool halts_at(failpoint p, const message_id& id) const {
         if constexpr (failpoints_enabled)
@@ -180,6 +196,7 @@ private:
     std::shared_ptr<counters> counters_;
     std::optional<std::chrono::milliseconds> retention_{};
     failpoint_hook failpoint_{};
+    std::function<void(const message&)> on_duplicate_{};
 };
 
 /// The idempotent consumer (inbox) middleware: wraps an effect so that each message has its

@@ -4,6 +4,7 @@
 #include <letterbox/failpoint.hpp>
 #include <letterbox/outbox/detail/relay_owner.hpp>
 #include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox/relay_event.hpp>
 #include <letterbox/outbox/relay_point.hpp>
 
 #include <chrono>
@@ -80,6 +81,10 @@ struct relay_options {
     /// its leases stay held, and `async_run` completes with `errc::internal_error`. Called on the
     /// relay's executor; it must not call the relay.
     std::function<bool(relay_point, const outbox_record&)> failpoint{};
+    /// Observes what the relay does with each row (`relay_event`): for metrics, such as
+    /// `letterbox::ops::letterbox_metrics`. Called on the relay's executor, synchronously; it must
+    /// be quick, must not throw and must not call the relay.
+    std::function<void(const relay_event&)> on_event{};
 };
 
 } // namespace letterbox

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/consumer_event.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/outbox/relay_event.hpp>
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/pipeline_defect.hpp>
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <system_error>
 
@@ -50,6 +54,12 @@ struct pipeline_options {
     std::filesystem::path directory{};
     /// For the self-test only: a deliberately broken variant (`pipeline_defect`).
     pipeline_defect defect = pipeline_defect::none;
+    /// Observers of the pipeline's relay, consumer and inbox, for metrics (they never change
+    /// the run): passed to `relay_options::on_event`, `consumer_options::on_event` and
+    /// `idempotent_handler::on_duplicate` of every relay and consumer process the run starts.
+    std::function<void(const relay_event&)> on_relay_event{};
+    std::function<void(const consumer_event&)> on_consumer_event{};
+    std::function<void(const message&)> on_duplicate{};
 };
 
 /// The directory a run makes its temporary directory in (see `pipeline_options::directory`).

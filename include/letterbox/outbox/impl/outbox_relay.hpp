@@ -232,6 +232,12 @@ private:
             cells_.add(cells_.returned);
         else if (ec == errc::publish_nacked)
             cells_.add(cells_.nacked);
+        if (!ec)
+            observe(relay_event::kind::confirmed, row);
+        else if (ec == errc::no_route)
+            observe(relay_event::kind::returned, row);
+        else if (ec == errc::publish_nacked)
+            observe(relay_event::kind::nacked, row);
         if (failpoint(relay_point::after_confirm, row))
             return;
         if constexpr (batch_marks) {
@@ -252,6 +258,11 @@ private:
     }
 
     // -- the work ----------------------------------------------------------------------------
+
+    void observe(relay_event::kind k, const outbox_record& row) {
+        if (options_.on_event)
+            options_.on_event(relay_event{k, row, clock_.wall_now()});
+    }
 
     void pump() {
         if (!active())
@@ -365,6 +376,7 @@ private:
             in_flight_.insert_or_assign(held->msg.id, held);
             cells_.set_in_flight(in_flight_.size());
             cells_.add(cells_.publish_attempts);
+            observe(relay_event::kind::published, *held);
             transport_.async_publish(held->msg,
                                      [weak = this->weak_from_this(), held](std::error_code ec) {
                                          if (auto self = weak.lock())

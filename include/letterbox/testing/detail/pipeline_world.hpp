@@ -275,6 +275,7 @@ private:
         o.failpoint = [this](relay_point p, const outbox_record& row) {
             return relay_failpoint(p, row);
         };
+        o.on_event = options_.on_relay_event;
         wire w(in_memory_transport(sim_.broker(), name), relay_observer());
         if (options_.defect == pipeline_defect::mark_before_confirm)
             w.confirm_on_send(true);
@@ -326,7 +327,8 @@ private:
                            sim_.clock())
                            .with_failpoint([this, raw](failpoint fp, const message_id& id) {
                                return consumer_failpoint(*raw, fp, id);
-                           });
+                           })
+                           .on_duplicate(options_.on_duplicate);
         auto pipeline = middleware::compose(
             std::move(handler),
             middleware::dead_letter({.consumer_id = consumer_name}, sim_.clock()),
@@ -335,7 +337,8 @@ private:
         using consumer_type = consumer<wire, decltype(pipeline), virtual_clock>;
         auto c = std::make_shared<consumer_type>(
             p->transport, std::move(pipeline), sim_.clock(),
-            consumer_options{.consume = {.queue = queue_name, .prefetch = options_.prefetch}});
+            consumer_options{.consume = {.queue = queue_name, .prefetch = options_.prefetch},
+                             .on_event = options_.on_consumer_event});
         p->start = [c](std::function<void(std::error_code, std::string)> cb) {
             c->async_start(std::move(cb));
         };

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/clock.hpp>
+#include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/consumer_event.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/ops/counter.hpp>
+#include <letterbox/ops/histogram.hpp>
+#include <letterbox/ops/metrics_registry.hpp>
+#include <letterbox/outbox/relay_event.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace letterbox::ops {
+
+/// letterbox's own metrics, in a `metrics_registry`: what the relays, consumers, stores and
+/// dead-letter queues of an application do, under the names docs/operations.md lists
+/// (`letterbox_published_total`, `letterbox_dead_lettered_total{reason=...}`, ...).
+///
+/// Wiring: events are pushed by observers (`relay_observer()` into
+/// `relay_options::on_event`, `consumer_observer()` into `consumer_options::on_event`,
+/// `duplicate_observer()` into `idempotent_handler::on_duplicate`); state is pulled when the
+/// registry renders (`watch_outbox`, `watch_inbox`, `watch_dead_letter_queue`).
+///
+/// Lifetime: the registry must outlive this object, and this object every observer it handed
+/// out and every component it watches must outlive the registry's last `render()` (or be
+/// watched by a registry that dies first).
+///
+/// Thread safety: observers may be called from any thread; `watch_*` and `render()` too.
+///
+/// Example:
+///
+///     letterbox::ops::metrics_registry registry;
+///     letterbox::ops::letterbox_metrics metrics(registry);
+///     relay_options.on_event = metrics.relay_observer();
+///     consumer_options.on_event = metrics.consumer_observer();
+///     metrics.watch_outbox(outbox_store, clock);
+///     metrics.watch_dead_letter_queue("orders.dlq", [&] { return gauge.value(); });
+class letterbox_metrics {
+public:
+    /// Registers letterbox's families in `registry`.
+    explicit letterbox_metrics(metrics_registry& registry);
+    letterbox_metrics(const letterbox_metrics&) = delete;
+    letterbox_metrics& operator=(const letterbox_metrics&) = delete;
+
+    /// For `relay_options::on_event`: counts published, confirmed, returned and nacked
+    /// publishes, and observes the commit-to-confirm latency of each confirmed row.
+    std::function<void(const relay_event&)> relay_observer();
+
+    /// For `consumer_options::on_event`: counts deliveries and how they were settled, dead
+    /// letters by reason, and observes each handler run's duration.
+    std::function<void(const consumer_event&)> consumer_observer();
+
+    /// The outbox gauges (pending, parked, oldest pending age), read from `store.stats(now)`
+    /// when the registry renders, `now` from `clock.wall_now()`. A store error renders `NaN`.
+    template <outbox_store Store, clock Clock>
+    void watch_outbox(Store& store, Clock& clock);
+
+    /// `letterbox_inbox_records`: `inbox.size(ec)` when the registry renders.
+    template <class Inbox>
+        requires requires(Inbox& i, std::error_code& ec) {
+            { i.size(ec) } -> std::convertible_to<std::size_t>;
+        }
+    void watch_inbox(Inbox& inbox);
+
+    /// `letterbox_dlq_depth{queue=...}`: the depth `read()` returns when the registry renders
+    /// (typically a `dlq::depth_gauge`'s `value()`), or `NaN` when it returns none yet.
+    void watch_dead_letter_queue(std::string queue,
+                                 std::function<std::optional<std::uint32_t>()> read);
+
+    /// For `idempotent_handler::on_duplicate`: counts the duplicates the inbox absorbed.
+    std::function<void(const message&)> duplicate_observer();
+
+    metrics_registry& registry() noexcept { return *registry_; }
+
+private:
+    counter& dead_lettered(std::string_view reason);
+
+    metrics_registry* registry_;
+    counter *published_, *confirmed_, *returned_, *nacked_;
+    counter *delivered_, *acked_, *failed_, *rejected_, *retried_, *redelivered_, *forward_failed_,
+        *deduplicated_;
+    histogram *handler_duration_, *confirm_latency_;
+};
+
+} // namespace letterbox::ops
+
+#include <letterbox/ops/impl/letterbox_metrics.hpp>

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: BSL-1.0
+// letterbox_metrics: the pulled gauges (outbox, inbox, dead-letter depth with its alert) on the
+// in-memory models and the virtual clock. The pushed counters are compared with the
+// simulation's history in tests/property/ops_metrics_simulation.cpp.
+
+#include <letterbox/ops/letterbox_metrics.hpp>
+
+#include <letterbox/dlq/depth_gauge.hpp>
+#include <letterbox/dlq/depth_gauge_options.hpp>
+#include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/inbox/in_memory_inbox_store.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/ops/metrics_registry.hpp>
+#include <letterbox/outbox/in_memory_outbox_store.hpp>
+#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/virtual_clock.hpp>
+
+#include "unit/dlq/dlq_world.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace {
+
+double sample(const std::string& text, const std::string& series) {
+    const auto at = text.find("\n" + series + " ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + series.size() + 2));
+}
+
+} // namespace
+
+TEST_CASE("letterbox_metrics: every family is there before anything happened", "[ops][metrics]") {
+    letterbox::ops::metrics_registry reg;
+    letterbox::ops::letterbox_metrics metrics(reg);
+    const auto text = reg.render();
+    for (const char* name :
+         {"letterbox_published_total", "letterbox_confirmed_total", "letterbox_returned_total",
+          "letterbox_nacked_total", "letterbox_delivered_total", "letterbox_acked_total",
+          "letterbox_rejected_total", "letterbox_retried_total", "letterbox_redelivered_total",
+          "letterbox_deduplicated_total"}) {
+        INFO(name);
+        CHECK(sample(text, name) == 0);
+    }
+    CHECK(sample(text, "letterbox_dead_lettered_total{reason=\"retries-exhausted\"}") == 0);
+    CHECK(sample(text, "letterbox_handler_duration_seconds_count") == 0);
+    CHECK(sample(text, "letterbox_relay_confirm_latency_seconds_count") == 0);
+}
+
+TEST_CASE("letterbox_metrics: outbox and inbox gauges are read when rendered", "[ops][metrics]") {
+    letterbox::ops::metrics_registry reg;
+    letterbox::ops::letterbox_metrics metrics(reg);
+    letterbox::virtual_clock clock;
+    letterbox::in_memory_outbox_store outbox;
+    letterbox::in_memory_inbox_store inbox;
+    metrics.watch_outbox(outbox, clock);
+    metrics.watch_inbox(inbox);
+
+    letterbox::message_id_generator ids(1);
+    letterbox::in_memory_unit_of_work uow;
+    for (int i = 0; i < 3; ++i) {
+        letterbox::message m;
+        m.id = ids();
+        REQUIRE_FALSE(outbox.add(uow, {m, "order", std::to_string(i)}, clock.wall_now()));
+    }
+    REQUIRE_FALSE(inbox.try_record(uow, "billing", ids(), clock.wall_now()));
+    REQUIRE_FALSE(uow.commit());
+    clock.advance(std::chrono::seconds(90));
+
+    const auto text = reg.render();
+    CHECK(sample(text, "letterbox_outbox_pending") == 3);
+    CHECK(sample(text, "letterbox_outbox_parked") == 0);
+    CHECK(sample(text, "letterbox_outbox_oldest_pending_age_seconds") == 90);
+    CHECK(sample(text, "letterbox_inbox_records") == 1);
+}
+
+TEST_CASE("letterbox_metrics: the dead-letter depth is a gauge, and its alert fires above the "
+          "threshold",
+          "[ops][metrics][dlq]") {
+    dlq_test::world w;
+    letterbox::ops::metrics_registry reg;
+    letterbox::ops::letterbox_metrics metrics(reg);
+    std::vector<std::pair<bool, std::uint32_t>> alerts;
+    letterbox::dlq::depth_gauge_options o;
+    o.interval = std::chrono::seconds(15);
+    o.threshold = 3;
+    o.on_threshold = [&](bool above, std::uint32_t depth) {
+        alerts.emplace_back(above, depth);
+    };
+    letterbox::dlq::depth_gauge<letterbox::in_memory_transport, letterbox::virtual_clock> gauge(
+        w.transport, w.clock, dlq_test::dlq_name, o);
+    metrics.watch_dead_letter_queue(dlq_test::dlq_name, [&] { return gauge.value(); });
+    const std::string series =
+        "letterbox_dlq_depth{queue=\"" + std::string(dlq_test::dlq_name) + "\"}";
+    CHECK(reg.render().find("\n" + series + " NaN\n") != std::string::npos); // not polled yet
+
+    gauge.start();
+    w.run_for(std::chrono::seconds(1));
+    CHECK(sample(reg.render(), series) == 0);
+    w.dead_letter_explicitly();
+    w.dead_letter_natively();
+    w.run_for(std::chrono::seconds(15));
+    CHECK(sample(reg.render(), series) == 2);
+    CHECK(alerts.empty()); // below the threshold
+
+    w.dead_letter_explicitly();
+    w.dead_letter_natively();
+    w.run_for(std::chrono::seconds(15));
+    CHECK(sample(reg.render(), series) == 4);
+    REQUIRE(alerts.size() == 1);
+    CHECK(alerts[0] == std::pair<bool, std::uint32_t>{true, 4});
+    gauge.stop();
+}
