@@ -176,6 +176,12 @@ public:
                                           [](auto& s, auto done) { s.close(std::move(done)); });
     }
 
+    /// Whether the transport is connected to the broker now: its connection is open and its
+    /// topology and consumers recovered. False while it connects, reconnects or after
+    /// `async_close`. For readiness checks: callable from any thread, never blocks; the answer
+    /// may be stale by the time it is read.
+    bool is_connected() const noexcept { return state_ && state_->connected(); }
+
     /// Drops the current connection as a network failure would (no close handshake), to
     /// exercise recovery; the transport then reconnects as after any lost connection.
     void simulate_connection_loss() {

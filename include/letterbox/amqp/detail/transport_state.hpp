@@ -21,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -92,6 +93,9 @@ public:
     /// Drops the current connection as a network failure would (for recovery tests).
     void drop_connection();
     bool is_open() const noexcept { return phase_ == phase::open; }
+    /// Whether the connection is open and recovered (`phase_ == open`), readable from any
+    /// thread (for readiness checks).
+    bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
 
 private:
     enum class phase { connecting, recovering, open, backoff, closed };
@@ -172,6 +176,7 @@ private:
     std::shared_ptr<connection_core> conn_;
     std::uint64_t generation_ = 0;
     phase phase_ = phase::connecting;
+    std::atomic<bool> connected_{false}; // phase_ == open, for other threads
     bool closed_ = false;
     std::vector<completion> waiters_;
     std::vector<completion> close_waiters_;

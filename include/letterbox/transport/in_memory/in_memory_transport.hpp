@@ -15,6 +15,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -205,6 +206,7 @@ public:
         if (closed_)
             return;
         closed_ = true;
+        connected_.store(false, std::memory_order_release);
         subscriptions_.clear();
         if (conn_.is_open())
             conn_.close();
@@ -214,6 +216,9 @@ public:
     }
 
     in_memory::connection& connection() noexcept { return conn_; }
+
+    /// Whether the transport's connection is open (set on the executor, readable anywhere).
+    bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
 
 private:
     struct pending_publish {
@@ -268,6 +273,7 @@ private:
         getters_.clear();
         retired_.clear();
         conn_ = std::move(next);
+        connected_.store(true, std::memory_order_release);
         std::weak_ptr<transport_state> self = weak_from_this();
         conn_.on_close([self](const close_reason&) {
             if (auto s = self.lock())
@@ -380,6 +386,7 @@ private:
     }
 
     void on_connection_lost() {
+        connected_.store(false, std::memory_order_release);
         fail_pending(errc::outcome_unknown);
         if (closed_)
             return;
@@ -462,6 +469,7 @@ private:
     std::uint64_t in_flight_ = 0;
     bool closed_ = false;
     bool waiting_for_broker_ = false;
+    std::atomic<bool> connected_{false}; // conn_ is open (for other threads)
 };
 
 } // namespace in_memory::detail
@@ -620,6 +628,12 @@ public:
         return run(std::forward<Token>(token),
                    [d = settle_ref(d), requeue](auto& s) { return s.settle(d, 2, requeue); });
     }
+
+    /// Whether the transport is connected to the broker now: false before its first connection
+    /// (made on the executor), while the broker is down or a lost connection is not yet
+    /// replaced, and after `async_close`. For readiness checks: callable from any thread, never
+    /// blocks; the answer may be stale by the time it is read.
+    bool is_connected() const noexcept { return state_ && state_->connected(); }
 
     /// Closes the connection: pending publishes complete with `outcome_unknown`,
     /// unacknowledged deliveries are requeued. Idempotent.

@@ -96,6 +96,7 @@ inline void transport_state::recover_consumers(std::vector<std::shared_ptr<subsc
 
 inline void transport_state::opened() {
     phase_ = phase::open;
+    connected_.store(true, std::memory_order_release);
     auto waiters = std::move(waiters_);
     waiters_.clear();
     for (auto& w : waiters)
@@ -114,6 +115,7 @@ inline void transport_state::on_connection_lost(std::uint64_t generation, std::e
     if (generation != generation_ || closed_)
         return;
     (void)ec;
+    connected_.store(false, std::memory_order_release);
     // Nothing sent and unconfirmed is replayed: the caller decides (outcome_unknown).
     fail_unconfirmed(make_error_code(errc::outcome_unknown));
     fail_outbox(make_error_code(errc::connection_closed));
@@ -133,6 +135,7 @@ inline void transport_state::schedule_reconnect() {
     if (closed_)
         return;
     phase_ = phase::backoff;
+    connected_.store(false, std::memory_order_release);
     timer_.expires_after(delay_);
     delay_ = std::min(delay_ * 2, options_.reconnect_delay_max);
     const auto generation = generation_;
@@ -159,6 +162,7 @@ inline void transport_state::close(completion done) {
     }
     closed_ = true;
     phase_ = phase::closed;
+    connected_.store(false, std::memory_order_release);
     timer_.cancel();
     // Acks accepted before the close go out before connection.close.
     for (auto& [uid, entry] : channels_)

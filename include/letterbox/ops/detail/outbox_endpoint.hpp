@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/clock.hpp>
+#include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/store_time.hpp>
+
+#include <optional>
+#include <system_error>
+#include <vector>
+
+namespace letterbox::ops::detail {
+
+/// The registered outbox store and its clock, with their types erased. Store calls are
+/// synchronous; "now" is the clock's `wall_now()`, as `outbox_relay` passes it.
+class outbox_endpoint {
+public:
+    outbox_endpoint() = default;
+    outbox_endpoint(const outbox_endpoint&) = delete;
+    outbox_endpoint& operator=(const outbox_endpoint&) = delete;
+    virtual ~outbox_endpoint() = default;
+
+    virtual std::vector<outbox_record> list(const outbox_query& q, std::error_code& ec) = 0;
+    virtual outbox_stats stats(std::error_code& ec) = 0;
+    virtual std::optional<outbox_record> find(const message_id& id, std::error_code& ec) = 0;
+    virtual std::error_code unpark(const message_id& id) = 0;
+};
+
+template <outbox_store Store, clock Clock>
+class outbox_endpoint_for final : public outbox_endpoint {
+public:
+    outbox_endpoint_for(Store& store, Clock& clock)
+        : store_(&store)
+        , clock_(&clock) {}
+
+    std::vector<outbox_record> list(const outbox_query& q, std::error_code& ec) override {
+        return store_->list(q, ec);
+    }
+    outbox_stats stats(std::error_code& ec) override { return store_->stats(now(), ec); }
+    std::optional<outbox_record> find(const message_id& id, std::error_code& ec) override {
+        return store_->find(id, ec);
+    }
+    std::error_code unpark(const message_id& id) override { return store_->unpark(id, now()); }
+
+private:
+    store_time now() const { return store_time{clock_->wall_now()}; }
+
+    Store* store_;
+    Clock* clock_;
+};
+
+} // namespace letterbox::ops::detail

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/concepts/clock.hpp>
+#include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/concepts/transport.hpp>
+#include <letterbox/dlq/dead_letter_queue_options.hpp>
+#include <letterbox/ops/detail/server_state.hpp>
+#include <letterbox/ops/http_server_options.hpp>
+#include <letterbox/ops/readiness.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+
+namespace letterbox::ops {
+
+/// The operations endpoint of an application: health, metrics, the dead-letter queues and the
+/// outbox over HTTP/1.1 (Boost.Beast), on the application's executor.
+///
+/// | method | path | what |
+/// | --- | --- | --- |
+/// | GET | `/health/live` | 200 `{"status":"live"}` |
+/// | GET | `/health/ready`, `/health` | 200 when every readiness check passes, else 503 |
+/// | GET | `/metrics` | the metrics text (`set_metrics`), Prometheus exposition format |
+/// | GET | `/queues` | the registered dead-letter queues and their depths |
+/// | GET | `/dlq/{queue}` | a page of dead-lettered messages, filtered by the query string |
+/// | POST | `/dlq/{queue}/replay` | replays the messages the JSON body's filter selects |
+/// | DELETE | `/dlq/{queue}` | removes the selected messages (`?all=true` for every one) |
+/// | GET | `/outbox` | the outbox's counts and its pending and parked rows |
+/// | POST | `/outbox/{id}/retry` | unparks a parked row |
+/// | GET | `/` | the dashboard page |
+///
+/// Every JSON error is `{"error": {"code": ..., "message": ...}}`; docs/operations.md has the
+/// whole API.
+///
+/// Security by default: it listens on 127.0.0.1; the mutating endpoints (POST, DELETE) need
+/// `Authorization: Bearer <token>`, compared in constant time, and are refused (403) until
+/// `http_server_options::token` is set; request headers are limited (431), bodies too (413), a
+/// request must arrive within the read timeout (408) and an idle connection is closed; the
+/// number of connections is capped; no response and no log line contains a credential; every
+/// response says `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`.
+///
+/// Register what it serves (`add_dead_letter_queue`, `set_outbox`, `set_metrics`,
+/// `add_readiness_check`) before `listen()`. Everything it does runs on a strand of the
+/// executor given to the constructor: store calls, metrics rendering and readiness checks run
+/// there and should be quick; dead-letter operations run on their transport's executor and
+/// complete back on the strand. One scan (browse, replay, purge) runs at a time per queue;
+/// others wait for it.
+///
+/// Lifetime: the transports, stores, clocks and relays given to it must outlive it and the
+/// operations it started (a dead-letter scan in flight when the server is stopped still runs
+/// to its end on the transport). `stop()` closes the listening socket and every connection;
+/// destroying the server stops it.
+///
+/// Thread safety: registration and `listen()` from one thread, before the executor serves
+/// requests; `stop()`, `local_endpoint()` and the destructor from any thread.
+///
+/// Example:
+///
+///     letterbox::ops::http_server_options o;
+///     o.port = 9464;
+///     o.token = token_from_the_environment();
+///     letterbox::ops::http_server server(io.get_executor(), o);
+///     server.add_dead_letter_queue(transport, "orders.dlq");
+///     server.set_outbox(outbox_store, clock);
+///     server.add_readiness_check("transport", letterbox::ops::connection_check(transport));
+///     if (auto ec = server.listen())
+///         throw std::system_error(ec);
+class http_server {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    /// A server on a strand of `ex`; it listens only once `listen()` is called.
+    explicit http_server(executor_type ex, http_server_options options = {});
+    http_server(const http_server&) = delete;
+    http_server& operator=(const http_server&) = delete;
+    /// Stops the server (see `stop`).
+    ~http_server();
+
+    /// Serves the dead-letter queue `queue` read through `transport` under `/dlq/{queue}` and
+    /// in `/queues`, with a `dlq::dead_letter_queue<Transport>`. Throws `letterbox::error`
+    /// with `errc::invalid_argument` for a queue registered twice (or `options.max_messages`
+    /// 0), `errc::invalid_state` after `listen()`.
+    ///
+    /// @tparam Transport a model of `queue_reader`; it must outlive the server.
+    template <queue_reader Transport>
+    void add_dead_letter_queue(Transport& transport, std::string queue,
+                               dlq::dead_letter_queue_options options = {});
+
+    /// Serves `store` under `/outbox`; "now" is `clock.wall_now()`, as the relay's. Replaces
+    /// a previous store. Throws `letterbox::error` (`errc::invalid_state`) after `listen()`.
+    ///
+    /// @tparam Store a model of `outbox_store`; it and the clock must outlive the server.
+    template <outbox_store Store, clock Clock>
+    void set_outbox(Store& store, Clock& clock);
+
+    /// Serves `render()` at `/metrics` (Prometheus text format 0.0.4). Without it, `/metrics`
+    /// is 404. Throws `letterbox::error` (`errc::invalid_state`) after `listen()`.
+    void set_metrics(std::function<std::string()> render);
+
+    /// Adds a readiness check reported by `/health/ready` under `name`; the server is ready
+    /// when every check is ok (and when there is none). A check that throws is not ok. See
+    /// `connection_check` and `relay_lag_check`. Throws `letterbox::error`
+    /// (`errc::invalid_state`) after `listen()`.
+    void add_readiness_check(std::string name, std::function<readiness()> check);
+
+    /// Binds `options.address:options.port` and starts accepting. Returns the bind error
+    /// (address in use, bad address), or `errc::invalid_state` when already listening or
+    /// stopped.
+    std::error_code listen();
+
+    /// The address and port it listens on (the actual port when `options.port` was 0); the
+    /// default endpoint before `listen()` succeeded.
+    boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+    /// Closes the listening socket and every connection (on the strand: at once when called
+    /// there, else as soon as the executor runs it); requests in progress get no response.
+    /// Idempotent. The server cannot listen again.
+    void stop();
+
+private:
+    void check_not_listening() const;
+
+    std::shared_ptr<detail::server_state> state_;
+};
+
+} // namespace letterbox::ops
+
+#include <letterbox/ops/impl/http_server.hpp>
