@@ -1,6 +1,8 @@
 # letterbox developer entry points. Everything goes through CMake; see README.md.
 #
 #   make deps          install the Debian packages in .ci/debian-packages.txt (apt-get)
+#   make test-deps     install the packages only the tests need (.ci/debian-test-packages.txt:
+#                      chromium, for the dashboard's browser test); make test runs it
 #   make test          ASan+UBSan Debug build in build/asan: every test, `integration` included,
 #                      against a RabbitMQ that make test starts on 127.0.0.1 and always stops
 #                      (tests/tools/rabbitmq.sh, docs/testing-with-rabbitmq.md); and the
@@ -28,6 +30,7 @@ CTEST ?= ctest
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 PACKAGES_FILE := .ci/debian-packages.txt
+TEST_PACKAGES_FILE := .ci/debian-test-packages.txt
 # While `make deps` installs packages, policy-rc.d exits 101 ("action forbidden"): no postinst
 # starts a service, in particular not rabbitmq-server's system broker, which would bind all
 # interfaces. A policy-rc.d that already exists is left alone; one made here is removed after.
@@ -62,14 +65,15 @@ AMQP_OPTION := -DLETTERBOX_WITH_AMQP=$(if $(and $(wildcard include/letterbox/amq
 FORMAT_DIRS := include tests examples benchmarks
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.ipp' \) 2>/dev/null | sort)
 
-.PHONY: deps test test-extended asan tsan asan-build tsan-build release-configure demo bench format format-check clean
+.PHONY: deps test-deps test test-extended asan tsan asan-build tsan-build release-configure demo bench format format-check clean
 
-deps:
+# $(call install_packages,FILE): apt-get installs the packages of FILE that are missing.
+define install_packages
 	@missing=(); \
 	while read -r pkg; do \
 	    status=$$(dpkg-query -W -f='$${Status}' "$$pkg" 2>/dev/null || true); \
 	    [ "$$status" = "install ok installed" ] || missing+=("$$pkg"); \
-	done < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$$/d' $(PACKAGES_FILE)); \
+	done < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$$/d' $(1)); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 	    echo "make deps: installing $${missing[*]}"; \
 	    if [ ! -e $(POLICY_RC_D) ]; then \
@@ -81,13 +85,21 @@ deps:
 	    $(SUDO) apt-get update -qq; \
 	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$${missing[@]}"; \
 	fi
+endef
+
+deps:
+	$(call install_packages,$(PACKAGES_FILE))
+
+# Packages only the tests need (the browser of the dashboard test), kept out of `make demo`.
+test-deps:
+	$(call install_packages,$(TEST_PACKAGES_FILE))
 
 # `make test`: both builds first; then one broker for both test runs: the ThreadSanitizer build
 # (only the sources with [threads] tests) runs the `threads` label, the ASan+UBSan build runs every
 # test, `integration` included, with LETTERBOX_AMQP_URL naming the broker. The full ASan ctest run
 # goes last, so its summary is the last line of the tests. The broker stops after them, also when
 # a test fails or make is interrupted (rabbitmq.sh run traps EXIT, INT, TERM and HUP).
-test: deps asan-build tsan-build
+test: deps test-deps asan-build tsan-build
 	$(WITH_BROKER) $(SHELL) -c '$(run_tsan_tests) && $(run_asan_tests)'
 
 # `make test-extended`: the extended tier (docs/testing.md, "Tiers"): an optimised build of the
@@ -108,7 +120,7 @@ test-extended: deps
 	LETTERBOX_EXTENDED=1 $(WITH_BROKER) $(CTEST) --test-dir $(BUILD)/extended --output-on-failure \
 	    --no-tests=error -j$(JOBS) -R '$(EXTENDED_TESTS)'
 
-asan: deps asan-build
+asan: deps test-deps asan-build
 	$(WITH_BROKER) $(run_asan_tests)
 
 tsan: deps tsan-build
