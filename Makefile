@@ -13,7 +13,8 @@
 #                      over 100,000 seeds and the kill -9 campaigns with 100 iterations (LETTERBOX_EXTENDED=1)
 #   make demo          Release build in build/release, runs examples 02 (outbox), 01 (routing), 03 (poison),
 #                      04 (e-mail worker, in memory), 05 (property-testing a handler under 200 fault
-#                      schedules; it needs the testing component, which demo turns on)
+#                      schedules; it needs the testing component, which demo turns on), 06 (the
+#                      operations endpoint: health, metrics, a dead-letter replay over HTTP)
 #   make bench         Release build with benchmarks, runs every bench_*
 #   make format        clang-format -i;  make format-check: fail on unformatted files
 #   make clean         remove build/
@@ -151,7 +152,7 @@ release-configure: deps
 
 # The main job: the transactional outbox through a broker outage, then topic routing.
 DEMOS := 02_transactional_outbox 01_topic_routing 03_poison_message_and_replay 04_email_worker \
-         05_property_test_your_handler
+         05_property_test_your_handler 06_operations_endpoint
 demo: deps
 	$(MAKE) --no-print-directory release-configure RELEASE_ARGS=-DLETTERBOX_WITH_TESTING=ON
 	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target $(addprefix example_,$(DEMOS))
