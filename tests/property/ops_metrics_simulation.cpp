@@ -14,6 +14,7 @@
 #include <letterbox/testing/seed.hpp>
 
 #include "support/ledger_app.hpp"
+#include "support/prometheus_sample.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -87,9 +88,7 @@ TEST_CASE("letterbox_metrics: the counters equal the history's counts after seed
         const auto h = count(r.events);
         const auto text = registry.render();
         auto sample = [&](const std::string& series) {
-            const auto at = text.find("\n" + series + " ");
-            REQUIRE(at != std::string::npos);
-            return std::stod(text.substr(at + series.size() + 2));
+            return test_support::prometheus_sample(text, series);
         };
         CHECK(sample("letterbox_published_total") == h.published);
         CHECK(sample("letterbox_confirmed_total") == h.confirmed);

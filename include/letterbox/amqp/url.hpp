@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/detail/percent_decode.hpp>
 #include <letterbox/error.hpp>
 
 #include <charconv>
@@ -71,35 +72,7 @@ url parse_url(std::string_view text);
 
 namespace detail {
 
-inline int hex_value(char c) noexcept {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-inline std::optional<std::string> percent_decode(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] != '%') {
-            out += s[i];
-            continue;
-        }
-        if (i + 2 >= s.size())
-            return std::nullopt;
-        const int hi = hex_value(s[i + 1]);
-        const int lo = hex_value(s[i + 2]);
-        if (hi < 0 || lo < 0)
-            return std::nullopt;
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-    }
-    return out;
-}
+using letterbox::detail::percent_decode;
 
 template <class T>
 std::optional<T> parse_number(std::string_view s) {

@@ -15,6 +15,7 @@
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include "support/prometheus_sample.hpp"
 #include "unit/dlq/dlq_world.hpp"
 
 #include <catch2/catch.hpp>
@@ -26,15 +27,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
-
-double sample(const std::string& text, const std::string& series) {
-    const auto at = text.find("\n" + series + " ");
-    REQUIRE(at != std::string::npos);
-    return std::stod(text.substr(at + series.size() + 2));
-}
-
-} // namespace
+using test_support::prometheus_sample;
 
 TEST_CASE("letterbox_metrics: every family is there before anything happened", "[ops][metrics]") {
     letterbox::ops::metrics_registry reg;
@@ -46,11 +39,12 @@ TEST_CASE("letterbox_metrics: every family is there before anything happened", "
           "letterbox_rejected_total", "letterbox_retried_total", "letterbox_redelivered_total",
           "letterbox_deduplicated_total"}) {
         INFO(name);
-        CHECK(sample(text, name) == 0);
+        CHECK(prometheus_sample(text, name) == 0);
     }
-    CHECK(sample(text, "letterbox_dead_lettered_total{reason=\"retries-exhausted\"}") == 0);
-    CHECK(sample(text, "letterbox_handler_duration_seconds_count") == 0);
-    CHECK(sample(text, "letterbox_relay_confirm_latency_seconds_count") == 0);
+    CHECK(prometheus_sample(text, "letterbox_dead_lettered_total{reason=\"retries-exhausted\"}") ==
+          0);
+    CHECK(prometheus_sample(text, "letterbox_handler_duration_seconds_count") == 0);
+    CHECK(prometheus_sample(text, "letterbox_relay_confirm_latency_seconds_count") == 0);
 }
 
 TEST_CASE("letterbox_metrics: outbox and inbox gauges are read when rendered", "[ops][metrics]") {
@@ -74,10 +68,10 @@ TEST_CASE("letterbox_metrics: outbox and inbox gauges are read when rendered", "
     clock.advance(std::chrono::seconds(90));
 
     const auto text = reg.render();
-    CHECK(sample(text, "letterbox_outbox_pending") == 3);
-    CHECK(sample(text, "letterbox_outbox_parked") == 0);
-    CHECK(sample(text, "letterbox_outbox_oldest_pending_age_seconds") == 90);
-    CHECK(sample(text, "letterbox_inbox_records") == 1);
+    CHECK(prometheus_sample(text, "letterbox_outbox_pending") == 3);
+    CHECK(prometheus_sample(text, "letterbox_outbox_parked") == 0);
+    CHECK(prometheus_sample(text, "letterbox_outbox_oldest_pending_age_seconds") == 90);
+    CHECK(prometheus_sample(text, "letterbox_inbox_records") == 1);
 }
 
 TEST_CASE("letterbox_metrics: the dead-letter depth is a gauge, and its alert fires above the "
@@ -102,17 +96,17 @@ TEST_CASE("letterbox_metrics: the dead-letter depth is a gauge, and its alert fi
 
     gauge.start();
     w.run_for(std::chrono::seconds(1));
-    CHECK(sample(reg.render(), series) == 0);
+    CHECK(prometheus_sample(reg.render(), series) == 0);
     w.dead_letter_explicitly();
     w.dead_letter_natively();
     w.run_for(std::chrono::seconds(15));
-    CHECK(sample(reg.render(), series) == 2);
+    CHECK(prometheus_sample(reg.render(), series) == 2);
     CHECK(alerts.empty()); // below the threshold
 
     w.dead_letter_explicitly();
     w.dead_letter_natively();
     w.run_for(std::chrono::seconds(15));
-    CHECK(sample(reg.render(), series) == 4);
+    CHECK(prometheus_sample(reg.render(), series) == 4);
     REQUIRE(alerts.size() == 1);
     CHECK(alerts[0] == std::pair<bool, std::uint32_t>{true, 4});
     gauge.stop();

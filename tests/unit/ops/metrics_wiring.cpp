@@ -14,6 +14,7 @@
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 
+#include "support/prometheus_sample.hpp"
 #include "support/simulation.hpp"
 
 #include <catch2/catch.hpp>
@@ -21,15 +22,7 @@
 #include <string>
 #include <system_error>
 
-namespace {
-
-double sample(const std::string& text, const std::string& series) {
-    const auto at = text.find("\n" + series + " ");
-    REQUIRE(at != std::string::npos);
-    return std::stod(text.substr(at + series.size() + 2));
-}
-
-} // namespace
+using test_support::prometheus_sample;
 
 TEST_CASE("letterbox_metrics: a relay, a consumer and its inbox feed the metrics",
           "[ops][metrics]") {
@@ -79,13 +72,13 @@ TEST_CASE("letterbox_metrics: a relay, a consumer and its inbox feed the metrics
     sim.run_for(std::chrono::seconds(1));
 
     const auto text = registry.render();
-    CHECK(sample(text, "letterbox_published_total") == 2);
-    CHECK(sample(text, "letterbox_confirmed_total") == 2);
-    CHECK(sample(text, "letterbox_relay_confirm_latency_seconds_count") == 2);
-    CHECK(sample(text, "letterbox_delivered_total") == 3);
-    CHECK(sample(text, "letterbox_acked_total") == 3);
-    CHECK(sample(text, "letterbox_deduplicated_total") == 1);
-    CHECK(sample(text, "letterbox_handler_duration_seconds_count") == 3);
-    CHECK(sample(text, "letterbox_outbox_pending") == 0);
-    CHECK(sample(text, "letterbox_inbox_records") == 2);
+    CHECK(prometheus_sample(text, "letterbox_published_total") == 2);
+    CHECK(prometheus_sample(text, "letterbox_confirmed_total") == 2);
+    CHECK(prometheus_sample(text, "letterbox_relay_confirm_latency_seconds_count") == 2);
+    CHECK(prometheus_sample(text, "letterbox_delivered_total") == 3);
+    CHECK(prometheus_sample(text, "letterbox_acked_total") == 3);
+    CHECK(prometheus_sample(text, "letterbox_deduplicated_total") == 1);
+    CHECK(prometheus_sample(text, "letterbox_handler_duration_seconds_count") == 3);
+    CHECK(prometheus_sample(text, "letterbox_outbox_pending") == 0);
+    CHECK(prometheus_sample(text, "letterbox_inbox_records") == 2);
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/detail/percent_decode.hpp>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,39 +11,7 @@
 
 namespace letterbox::ops::detail {
 
-/// `%XX` decoding, with `+` as a space when `plus_is_space` (query strings). `std::nullopt` for
-/// a malformed escape.
-inline std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space) {
-    const auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9')
-            return c - '0';
-        if (c >= 'a' && c <= 'f')
-            return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-            return c - 'A' + 10;
-        return -1;
-    };
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        if (c == '%') {
-            if (i + 2 >= s.size())
-                return std::nullopt;
-            const int hi = hex(s[i + 1]);
-            const int lo = hex(s[i + 2]);
-            if (hi < 0 || lo < 0)
-                return std::nullopt;
-            out.push_back(static_cast<char>(hi * 16 + lo));
-            i += 2;
-        } else if (c == '+' && plus_is_space) {
-            out.push_back(' ');
-        } else {
-            out.push_back(c);
-        }
-    }
-    return out;
-}
+using letterbox::detail::percent_decode;
 
 /// A request target split into its decoded path segments and its decoded query parameters
 /// (in order, repeated names kept).
