@@ -70,6 +70,24 @@ if(NOT "sqlite" IN_LIST _not_installed AND NOT step_output MATCHES "sqlite store
 endif()
 
 # 3. Components that must fail.
+# The getting-started project of docs/getting-started.md, built as the guide says against the
+# installed package (it needs the sqlite component).
+if(NOT "sqlite" IN_LIST _not_installed)
+    step("configure the getting-started project"
+         COMMAND "${CMAKE_COMMAND}" -S "${LETTERBOX_SOURCE_DIR}/examples/getting_started"
+                 -B "${WORK_DIR}/getting_started" ${configure_args})
+    step("build the getting-started project"
+         COMMAND "${CMAKE_COMMAND}" --build "${WORK_DIR}/getting_started" --config "${CONFIG}")
+    set(worker "${WORK_DIR}/getting_started/orders_worker")
+    if(NOT EXISTS "${worker}")
+        set(worker "${WORK_DIR}/getting_started/${CONFIG}/orders_worker") # multi-config
+    endif()
+    step("run the getting-started project" COMMAND "${worker}")
+    if(NOT step_output MATCHES "shipments: 2 \\(orders 1 and 2, once each\\); duplicates absorbed: 1")
+        message(FATAL_ERROR "install test: unexpected getting-started output:\n${step_output}")
+    endif()
+endif()
+
 step("find_package(letterbox COMPONENTS nonexistent) must fail" MUST_FAIL
      COMMAND "${CMAKE_COMMAND}" -S "${consumers}/missing_component"
              -B "${WORK_DIR}/missing_nonexistent" ${configure_args}

@@ -3,7 +3,7 @@
 """Docs never retype code (STYLE 2.8): every code block the docs show must equal its source.
 
 - A block preceded by `<!-- snippet: PATH#NAME -->` must equal the lines between `//[NAME` and
-  `//]` in PATH.
+  `//]` in PATH (`#[NAME` and `#]` in CMake and shell files).
 - README.md's first ```cpp block must equal the `//[readme` region of tests/unit/readme.cpp,
   minus the lines marked `// hidden`.
 
@@ -20,11 +20,11 @@ errors = []
 def region(path, name):
     lines = (root / path).read_text().splitlines()
     try:
-        start = next(i for i, l in enumerate(lines) if l.strip() == "//[" + name)
+        start = next(i for i, l in enumerate(lines) if l.strip() in ("//[" + name, "#[" + name))
     except StopIteration:
         errors.append(f"{path}: no region //[{name}")
         return None
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == "//]"), None)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() in ("//]", "#]")), None)
     if end is None:
         errors.append(f"{path}: region //[{name} is not closed by //]")
         return None
