@@ -162,19 +162,28 @@ demo: deps
 	    echo; \
 	done
 
+# `make bench`: every benchmark, and example 03 (prefetch distribution), their output kept in
+# $(BENCH_RESULTS); then benchmarks/plots/plot.sh draws docs/images/bench-*.svg from it (gnuplot,
+# installed when missing). docs/benchmarks.md records the figures.
+BENCH_RESULTS := $(BUILD)/release/bench-results
+PREFETCH_EXAMPLE := $(BUILD)/release/examples/example_03_prefetch
 bench: deps
 	$(MAKE) --no-print-directory release-configure RELEASE_ARGS=-DLETTERBOX_BUILD_BENCHMARKS=ON
 	$(CMAKE) --build $(BUILD)/release -j$(JOBS)
-	@found=0; \
+	@mkdir -p $(BENCH_RESULTS); rm -f $(BENCH_RESULTS)/*.txt; found=0; \
 	for exe in $(BUILD)/release/benchmarks/bench_*; do \
 	    [ -x "$$exe" ] && [ -f "$$exe" ] || continue; \
 	    found=1; echo "== $$exe"; \
 	    case "$$exe" in \
 	        */bench_amqp) $(WITH_BROKER) "$$exe" ;; \
 	        *) "$$exe" ;; \
-	    esac; \
+	    esac | tee $(BENCH_RESULTS)/$$(basename "$$exe").txt; \
 	done; \
-	[ $$found -eq 1 ] || echo "make bench: no benchmarks yet (benchmarks/<name>.cpp or benchmarks/<name>/main.cpp)"
+	[ $$found -eq 1 ] || echo "make bench: no benchmarks yet (benchmarks/<name>.cpp or benchmarks/<name>/main.cpp)"; \
+	if [ -x $(PREFETCH_EXAMPLE) ]; then \
+	    echo "== $(PREFETCH_EXAMPLE)"; $(PREFETCH_EXAMPLE) | tee $(BENCH_RESULTS)/prefetch.txt; \
+	fi
+	benchmarks/plots/plot.sh $(BENCH_RESULTS) docs/images
 
 format:
 	clang-format -i $(FORMAT_FILES)

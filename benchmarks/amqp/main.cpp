@@ -581,7 +581,9 @@ int main(int argc, char** argv) {
 
     std::printf("\n%-36s %14s %10s %14s %10s %8s\n", "workload (medians)", "letterbox msg/s",
                 "cpu us/msg", "rabbitmq-c msg/s", "cpu us/msg", "ratio");
-    auto print_row = [&](const char* name, const series& l, const series& b, double target) {
+    std::vector<std::string> plots;
+    auto print_row = [&](const char* name, const char* plot_label, const series& l, const series& b,
+                         double target) {
         const double lr = median(l.rate);
         const double br = median(b.rate);
         if (run_baseline && run_letterbox)
@@ -593,8 +595,17 @@ int main(int argc, char** argv) {
         if (run_letterbox)
             std::printf("    target >= %.0f msg/s (the fastest other client): %s\n", target,
                         lr >= target ? "met" : "MISSED");
+        if (run_baseline && run_letterbox) // for benchmarks/plots/plot.sh
+            plots.push_back(std::string("plot throughput ") + plot_label + " " +
+                            std::to_string(static_cast<long long>(lr)) + " " +
+                            std::to_string(static_cast<long long>(br)));
     };
-    print_row("publish, confirms, window 1000", lb_pub, base_pub, publish_target);
-    print_row("consume, manual ack, prefetch 100", lb_con, base_con, consume_target);
+    print_row("publish, confirms, window 1000", "publish(confirms)", lb_pub, base_pub,
+              publish_target);
+    print_row("consume, manual ack, prefetch 100", "consume(manual-ack)", lb_con, base_con,
+              consume_target);
+    std::printf("\n");
+    for (const auto& line : plots)
+        std::printf("%s\n", line.c_str());
     return 0;
 }

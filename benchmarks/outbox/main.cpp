@@ -357,14 +357,19 @@ double drain_bare(std::size_t rows) {
 
 struct latencies {
     double p50_us = 0;
+    double p90_us = 0;
     double p99_us = 0;
+    double p999_us = 0;
 };
 
 latencies percentiles(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     if (v.empty())
         return {};
-    return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 99 / 100)]};
+    auto at = [&](std::size_t per_mille) {
+        return v[std::min(v.size() - 1, v.size() * per_mille / 1000)];
+    };
+    return {at(500), at(900), at(990), at(999)};
 }
 
 double micros_since(wall::time_point t0) {
@@ -502,7 +507,7 @@ int main(int argc, char** argv) {
     std::printf("bench_outbox: %zu rows, %d repeats, SQLite %s (WAL, synchronous=NORMAL)\n\n", rows,
                 repeat, sqlite3_libversion());
 
-    std::vector<double> a, ar, d, db, ii, ip, p50, p99, n50, n99;
+    std::vector<double> a, ar, d, db, ii, ip, p50, p90, p99, p999, n50, n90, n99, n999;
     const std::size_t drain_rows = rows * 5;
     const std::size_t commits = std::min<std::size_t>(rows, 2000);
     for (int r = 0; r < repeat; ++r) {
@@ -515,9 +520,13 @@ int main(int argc, char** argv) {
         const auto lo = latency_outbox(commits);
         const auto ln = latency_naive(commits);
         p50.push_back(lo.p50_us);
+        p90.push_back(lo.p90_us);
         p99.push_back(lo.p99_us);
+        p999.push_back(lo.p999_us);
         n50.push_back(ln.p50_us);
+        n90.push_back(ln.p90_us);
         n99.push_back(ln.p99_us);
+        n999.push_back(ln.p999_us);
     }
 
     const double append_ratio = median(a) / median(ar);
@@ -535,5 +544,11 @@ int main(int argc, char** argv) {
                 "us)   p99 <= 5 ms: %s\n",
                 "latency", median(p50), median(p99), median(n50), median(n99),
                 median(p99) <= 5000 ? "met" : "NOT met");
+    // For benchmarks/plots/plot.sh: the latency percentiles (medians over the repeats), in us.
+    std::printf("\n");
+    std::printf("plot relay_latency p50 %.0f %.0f\n", median(p50), median(n50));
+    std::printf("plot relay_latency p90 %.0f %.0f\n", median(p90), median(n90));
+    std::printf("plot relay_latency p99 %.0f %.0f\n", median(p99), median(n99));
+    std::printf("plot relay_latency p99.9 %.0f %.0f\n", median(p999), median(n999));
     return failures == 0 ? 0 : 1;
 }

@@ -42,7 +42,8 @@ def code_block_after(lines, i):
 
 
 checked = 0
-for md in sorted(root.glob("docs/**/*.md")) + [p for p in [root / "README.md"] if p.exists()]:
+pages = sorted(root.glob("docs/**/*.md")) + sorted(root.glob("examples/*/README.md"))
+for md in pages + [p for p in [root / "README.md"] if p.exists()]:
     lines = md.read_text().splitlines()
     for i, line in enumerate(lines):
         m = re.match(r"<!-- snippet: (\S+)#(\S+) -->", line.strip())
