@@ -151,8 +151,8 @@ release-configure: deps
 	    $(RELEASE_ARGS)
 
 # The main job: the transactional outbox through a broker outage, then topic routing.
-DEMOS := 02_transactional_outbox 01_topic_routing 03_poison_message_and_replay 04_email_worker \
-         05_property_test_your_handler 06_operations_endpoint
+DEMOS := 10_transactional_outbox 01_topic_routing 05_poison_message 07_email_worker \
+         09_property_test_your_handler 11_operations_endpoint
 demo: deps
 	$(MAKE) --no-print-directory release-configure RELEASE_ARGS=-DLETTERBOX_WITH_TESTING=ON
 	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target $(addprefix example_,$(DEMOS))

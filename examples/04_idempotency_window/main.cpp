@@ -19,7 +19,7 @@
 //      ratio and checks only a generous bound, since a loaded 2-core machine is noisy.
 //
 // Parts 1 and 2 run on a virtual clock (30 seconds take no time); part 3 reads the real
-// steady clock. Needs: the core only.
+// steady clock. Needs: the sqlite component (part 3 measures an SQLite inbox).
 #include <letterbox/letterbox.hpp>
 #include <letterbox/sqlite.hpp>
 #include <letterbox/virtual_clock.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// Example 05: property-test your own handler under random fault schedules.
+// Example 09: property-test your own handler under random fault schedules.
 //
 // A payments service records payments and emits `payment.received` events through its outbox;
 // a wallet service credits the wallet of each payment through its inbox. Both keep their data
@@ -23,7 +23,7 @@
 //
 // Needs: the `sqlite` and `testing` components (letterbox::testing defines
 // LETTERBOX_FAILPOINTS, which the simulation's crashes need).
-// Run: build/<dir>/examples/example_05_property_test_your_handler [seeds, default 200]
+// Run: build/<dir>/examples/example_09_property_test_your_handler [seeds, default 200]
 #include <letterbox/sqlite.hpp>
 #include <letterbox/testing/check_pipeline.hpp>
 

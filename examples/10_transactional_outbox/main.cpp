@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// Example 02: the transactional outbox and the idempotent consumer, on SQLite.
+// Example 10: the transactional outbox and the idempotent consumer, on SQLite.
 //
 // The incident of the seeds: an enrollment service confirms an enrollment, the broker is
 // unreachable for a moment, and the event that should grant access to the course is lost.
@@ -15,7 +15,7 @@
 // Needs: the `sqlite` component (letterbox::sqlite). Runs in real time (a few hundred ms) on one
 // thread, with C++20 coroutines on Boost.Asio. Its database files live in a temporary
 // directory that it removes.
-// Run: build/<dir>/examples/example_02_transactional_outbox.
+// Run: build/<dir>/examples/example_10_transactional_outbox.
 #include <letterbox/sqlite.hpp>
 
 #include <letterbox/consumer.hpp>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// Example 06: the operations endpoint. A payments worker dead-letters a poison message; an
+// Example 11: the operations endpoint. A payments worker dead-letters a poison message; an
 // operator finds it through the HTTP endpoint (health, Prometheus metrics, the dead-letter
 // API), is refused without the token, then replays it by reason once the bug is fixed, and
 // watches the dead-letter depth go back to 0. The dashboard at / shows the same in a browser.
 //
 // The worker, the broker (the in-memory model) and the endpoint run on one io_context on a
 // background thread; main() plays the operator with a plain HTTP client on 127.0.0.1.
-// Needs: letterbox::ops. Run: build/release/examples/example_06_operations_endpoint
+// Needs: letterbox::ops. Run: build/release/examples/example_11_operations_endpoint
 #include <letterbox/dlq/depth_gauge.hpp>
 #include <letterbox/letterbox.hpp>
 #include <letterbox/ops.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// Example 03: a poison message, the loop it causes without dead-lettering, and how
+// Example 05: a poison message, the loop it causes without dead-lettering, and how
 // dead-lettering and a filtered replay fix it.
 //
 // A payments worker decodes `{"order": ..., "amount": ...}`. An upstream release renamed
@@ -15,7 +15,7 @@
 //      puts it back on its original queue, where it is processed, and the DLQ is empty.
 //
 // Everything runs on one thread with a virtual clock, so the output is always the same.
-// Needs: the core only. Run: build/release/examples/example_03_poison_message_and_replay.
+// Needs: the core only. Run: build/release/examples/example_05_poison_message.
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/letterbox.hpp>
 #include <letterbox/virtual_clock.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// Example 04: a welcome-e-mail worker behind a registration API, with an e-mail provider that
+// Example 07: a welcome-e-mail worker behind a registration API, with an e-mail provider that
 // fails now and then.
 //
 //   sign-ups --POST /register--> registration API --user.registered--> [welcome-emails]
@@ -23,7 +23,7 @@
 // non-zero, with `MISMATCH: ...` on stderr, when it is wrong.
 //
 // Needs: the amqp component (-DLETTERBOX_WITH_AMQP=ON) and Boost.Beast (header-only).
-// Run: build/release/examples/example_04_email_worker [--url amqp://...]
+// Run: build/release/examples/example_07_email_worker [--url amqp://...]
 #include "email_provider.hpp"
 #include "http.hpp"
 
