@@ -11,11 +11,11 @@
 #   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads` (with a broker)
 #   make test-extended the extended tier: optimised build in build/extended; the pipeline simulation
 #                      over 100,000 seeds and the kill -9 campaigns with 100 iterations (LETTERBOX_EXTENDED=1)
-#   make demo          Release build in build/release, runs examples 02 (outbox), 01 (routing), 03 (poison),
-#                      04 (e-mail worker, in memory), 05 (property-testing a handler under 200 fault
-#                      schedules; it needs the testing component, which demo turns on), 06 (the
-#                      operations endpoint: health, metrics, a dead-letter replay over HTTP)
-#   make bench         Release build with benchmarks, runs every bench_*
+#   make demo          the main job: Release build in build/release, runs examples/demo (the enrollment
+#                      incident, naive against letterbox, side by side); AMQP_URL=amqp://... runs it on
+#                      RabbitMQ, DEMO_ARGS=--serve leaves the dashboard running
+#   make examples      Release build, runs every numbered example in reading order (examples/README.md)
+#   make bench         Release build with benchmarks, runs every bench_* and example 03, draws the plots
 #   make format        clang-format -i;  make format-check: fail on unformatted files
 #   make clean         remove build/
 SHELL := /bin/bash
@@ -66,7 +66,7 @@ AMQP_OPTION := -DLETTERBOX_WITH_AMQP=$(if $(and $(wildcard include/letterbox/amq
 FORMAT_DIRS := include tests examples benchmarks
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.ipp' \) 2>/dev/null | sort)
 
-.PHONY: deps test-deps test test-extended asan tsan asan-build tsan-build release-configure demo bench format format-check clean
+.PHONY: deps test-deps test test-extended asan tsan asan-build tsan-build release-configure demo examples bench format format-check clean
 
 # $(call install_packages,FILE): apt-get installs the packages of FILE that are missing.
 define install_packages
@@ -150,15 +150,25 @@ release-configure: deps
 	    -DLETTERBOX_BUILD_TESTS=OFF -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
 	    $(RELEASE_ARGS)
 
-# The main job: the transactional outbox through a broker outage, then topic routing.
-DEMOS := 10_transactional_outbox 01_topic_routing 05_poison_message 07_email_worker \
-         09_property_test_your_handler 11_operations_endpoint
+# The main job (examples/demo): the enrollment incident end to end, the naive dual write against
+# letterbox, side by side; in memory, or on RabbitMQ with `make demo AMQP_URL=amqp://...`.
+# Stray AMQP variables of the caller's shell are not inherited. `make demo DEMO_ARGS=--serve`
+# leaves the dashboard running.
 demo: deps
 	$(MAKE) --no-print-directory release-configure RELEASE_ARGS=-DLETTERBOX_WITH_TESTING=ON
-	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target $(addprefix example_,$(DEMOS))
-	@for d in $(DEMOS); do \
-	    echo "== examples/$$d"; \
-	    ./$(BUILD)/release/examples/example_$$d; \
+	$(CMAKE) --build $(BUILD)/release -j$(JOBS) --target example_demo
+	env -u AMQP_URL -u LETTERBOX_AMQP_URL ./$(BUILD)/release/examples/example_demo \
+	    $(if $(AMQP_URL),--amqp '$(AMQP_URL)') $(DEMO_ARGS)
+
+# Every numbered example (examples/README.md), built in Release and run in reading order; those
+# that need a broker use the in-memory model when LETTERBOX_AMQP_URL is not set.
+examples: deps
+	$(MAKE) --no-print-directory release-configure RELEASE_ARGS=-DLETTERBOX_WITH_TESTING=ON
+	$(CMAKE) --build $(BUILD)/release -j$(JOBS)
+	@for d in examples/[0-9][0-9]_*/; do \
+	    name=$$(basename "$$d"); \
+	    echo "== examples/$$name"; \
+	    ./$(BUILD)/release/examples/example_$$name; \
 	    echo; \
 	done
 

@@ -191,6 +191,8 @@ int main() {
     return status;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   orders\.created +-> inventory, billing, notifications
 //   orders\.shipped +-> notifications

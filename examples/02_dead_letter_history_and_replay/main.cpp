@@ -286,6 +286,8 @@ int main() {
     return 0;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   1\. the stock service is down: the first three attempts fail
 //   t=0s attempt 1: x-death says rejected 0 time\(s\) before; fails

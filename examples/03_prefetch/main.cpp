@@ -327,6 +327,8 @@ int main() {
     return 0;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   setting A: three equal workers
 //   prefetch-distribution scenario=A prefetch=1 worker=1 messages=[0-9]+

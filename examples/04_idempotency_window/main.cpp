@@ -392,6 +392,8 @@ int main() {
     return 0;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   1\. a 30 s dedup window
 //   refused: inbox retention 30s is shorter than the redelivery horizon 1m 10s

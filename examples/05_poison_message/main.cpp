@@ -229,6 +229,8 @@ int main() {
     return 0;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   1\. without dead-lettering
 //   the poison message was delivered 1000 times; orders behind it processed: 0 of 3

@@ -378,6 +378,8 @@ int main() {
     return 0;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   LETTERBOX_SEED=
 //   1\. 500 payments: 160 settled, 340 dead-lettered

@@ -393,6 +393,8 @@ int main(int argc, char** argv) {
     }
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   ^transport: (in-memory|amqp)
 //   LETTERBOX_SEED=[0-9]+

@@ -542,6 +542,8 @@ int main(int argc, char** argv) {
     }
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   round 1: the order service committed orders 1-4 and was killed \(SIGKILL\) right after
 //   restart: 4 orders in the database, 4 events pending; the relay published 4

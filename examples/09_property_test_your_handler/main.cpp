@@ -265,6 +265,8 @@ int main(int argc, char** argv) {
     return failures == 0 ? 0 : 1;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   == crediting in the inbox's unit of work ==
 //   for 200 random fault schedules \(LETTERBOX_SEED=1\): 0 lost, 0 duplicate effects, 0 phantoms

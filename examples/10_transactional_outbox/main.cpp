@@ -266,6 +266,8 @@ int main() {
     return failures == 0 ? 0 : 1;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   == naive dual write ==
 //   enrollment-service: enrollment 1 committed

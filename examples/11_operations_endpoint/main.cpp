@@ -213,6 +213,8 @@ int main() {
     return health.status == 200 && refused.status == 401 && replayed.status == 200 ? 0 : 1;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   worker: 2 of 3 payments processed; the DLQ alert fired
 //   GET /health -> 200 .*"status":"ready"
@@ -221,7 +223,9 @@ int main() {
 //   GET /metrics -> letterbox_dead_lettered_total\{reason="permanent-failure"\} 1
 //   GET /metrics -> letterbox_dlq_depth\{queue="payments\.work\.dlq"\} 1
 //   GET /dlq/payments\.work\.dlq\?reason=permanent-failure -> 200, 1 entry: permanent-failure,
-//   .*out_of_range POST /dlq/payments\.work\.dlq/replay without the token -> 401 POST
-//   /dlq/payments\.work\.dlq/replay with the token -> 200
-//   \{"failed":0,"failures":\[\],"replayed":1,"skipped":0\} GET /queues ->
-//   \{"queues":\[\{"depth":0,"queue":"payments\.work\.dlq"\}\]\} worker: 3 of 3 payments processed
+//   out_of_range
+//   POST /dlq/payments\.work\.dlq/replay without the token -> 401
+//   POST /dlq/payments\.work\.dlq/replay with the token -> 200
+//   \{"failed":0,"failures":\[\],"replayed":1,"skipped":0\}
+//   GET /queues -> \{"queues":\[\{"depth":0,"queue":"payments\.work\.dlq"\}\]\}
+//   worker: 3 of 3 payments processed

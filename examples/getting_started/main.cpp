@@ -129,6 +129,8 @@ int main() {
     return ok ? 0 : 1;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   deliveries: 4, acked: 3, dead-lettered: 1
 //   shipments: 2 \(orders 1 and 2, once each\); duplicates absorbed: 1
