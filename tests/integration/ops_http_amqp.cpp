@@ -44,7 +44,7 @@ constexpr const char* token = "integration-token";
 
 } // namespace
 
-TEST_CASE("ops http over amqp: readiness follows the connection; a DLQ is listed and replayed",
+TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is listed and replayed",
           "[.integration][amqp][ops]") {
     amqp_test::amqp_transport_fixture fx;
     auto t = fx.make();

@@ -439,7 +439,7 @@ TEST_CASE("http_server: concurrent scans of one queue run one after the other",
     CHECK(f.ready(dlq_test::dlq_name) == 5);
 }
 
-TEST_CASE("http_server: replay and purge need the token; malformed JSON is 400 and the "
+TEST_CASE("http_server: replay and purge need the token, malformed JSON is 400 and the "
           "connection goes on",
           "[ops][http_server]") {
     fixture f;
@@ -653,7 +653,7 @@ TEST_CASE("http_server: a client that sends half a request gets 408 and is close
     CHECK(silent.text.empty());
 }
 
-TEST_CASE("http_server: connections over max_connections are closed; stop closes the rest",
+TEST_CASE("http_server: connections over max_connections are closed, and stop closes the rest",
           "[ops][http_server]") {
     fixture f;
     auto o = f.options();
