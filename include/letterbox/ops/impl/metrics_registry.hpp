@@ -119,7 +119,8 @@ inline std::string metrics_registry::render() const {
             rows.push_back({f.get(), f->members});
     }
     std::string out;
-    for (const auto& [f, members] : rows) {
+    for (const auto& r : rows) {
+        const family* f = r.f; // not a structured binding: clang 14 cannot capture one
         out += "# HELP ";
         out += f->name;
         out += ' ';
@@ -129,7 +130,7 @@ inline std::string metrics_registry::render() const {
         out += f->kind == type::counter ? " counter\n"
                : f->kind == type::gauge ? " gauge\n"
                                         : " histogram\n";
-        for (const auto& s : members) {
+        for (const auto& s : r.members) {
             std::visit(
                 [&](const auto& p) {
                     using T = std::decay_t<decltype(*p)>;
