@@ -248,7 +248,7 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
 
 int main() {
     const auto dir = std::filesystem::temp_directory_path() /
-                     ("letterbox-example-02-" + std::to_string(::getpid()));
+                     ("letterbox-example-10-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     asio::io_context io;
     asio::co_spawn(io, run(dir), [&](std::exception_ptr e) {

@@ -47,8 +47,9 @@ struct ship_order {
 //]
 
 int main() {
-    const auto dir = std::filesystem::temp_directory_path() / "letterbox-getting-started";
-    std::filesystem::remove_all(dir);
+    // A directory of its own (two copies may run at once: the example and the install test).
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("letterbox-getting-started-" + lb::to_string(lb::message_id_generator{}()));
     std::filesystem::create_directories(dir);
 
     //[setup
