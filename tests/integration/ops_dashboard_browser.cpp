@@ -145,8 +145,8 @@ TEST_CASE("dashboard: a replay in the browser drains the dead-letter queue",
     REQUIRE(browser.wait_for(
         "document.querySelector('#status').textContent.startsWith('replay refused')", 20s));
     CHECK(browser.evaluate(depth_of(dlq)) == "3");
-    REQUIRE(browser.wait_for("document.querySelectorAll('#entries tr[data-id]').length === 3",
-                             20s));
+    REQUIRE(
+        browser.wait_for("document.querySelectorAll('#entries tr[data-id]').length === 3", 20s));
 
     // With it, one entry's button replays that entry only.
     browser.evaluate("const t = document.querySelector('#token'); t.value = '" +
