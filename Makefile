@@ -63,7 +63,7 @@ WITH_BROKER := tests/tools/rabbitmq.sh run --
 # that a build directory configured ON earlier follows.
 AMQP_OPTION := -DLETTERBOX_WITH_AMQP=$(if $(and $(wildcard include/letterbox/amqp.hpp),$(wildcard include/letterbox/amqp/)),ON,OFF)
 
-FORMAT_DIRS := include tests examples benchmarks
+FORMAT_DIRS := include tests examples benchmarks tools
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.ipp' \) 2>/dev/null | sort)
 
 .PHONY: deps test-deps test test-extended asan tsan asan-build tsan-build release-configure demo examples bench format format-check clean
