@@ -184,7 +184,9 @@ private:
                 s->observe(consumer_event::kind::delivered, *d);
             }
             disposition r = disposition::ack();
-            const auto started = s->clock->now();
+            // The clock is read only for an observer: nothing on the hot path without one.
+            const bool timed = static_cast<bool>(s->options.on_event);
+            const auto started = timed ? s->clock->now() : typename Clock::time_point{};
             try {
                 r = middleware::detail::run_inner(s->handler, middleware::handling{*d, run});
             } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
@@ -192,7 +194,7 @@ private:
                 f.error = errc::internal_error;
                 r = disposition::fail(std::move(f));
             }
-            if (s->options.on_event) {
+            if (timed) {
                 const auto took =
                     std::chrono::duration_cast<std::chrono::nanoseconds>(s->clock->now() - started);
                 s->options.on_event(consumer_event{consumer_event::kind::handled, *d, {}, took});
