@@ -166,14 +166,21 @@ concept queue_depth_reader = requires(T& t, const std::string& queue) {
 /// - A get on a missing queue also completes with `errc::not_found`, and leaves the unsettled
 ///   deliveries fetched from other queues unsettled (so a model that fetches over AMQP uses a
 ///   channel per queue, or at least not one shared with other queues' gets).
+/// - **A get sees the transport's own requeues; a depth may not.** Once a nack or reject
+///   with requeue of a message fetched from `queue` has completed, the next get from `queue`
+///   on the same transport can fetch that message, and its `delivery::message_count`, when
+///   given, counts it among the messages left ready. A depth is a snapshot that may lag
+///   behind: RabbitMQ answers a passive `queue.declare` ahead of the requeues still waiting
+///   in the queue's mailbox. So whatever must see a whole queue (a dead-letter scan) takes its
+///   bound from a get, and asks for a depth only when the get gives no count.
 ///
 /// Does not require: a message count with each get (`delivery::message_count` is optional),
 /// a consistent snapshot (the queue may change between a depth and the next get), or any
 /// ordering across queues.
 ///
-/// Models: `in_memory_transport`. Archetype: `letterbox::testing::queue_reader_archetype`.
-/// Conformance: the `async_get`/`async_queue_depth` cases of
-/// `letterbox/testing/transport_suite.hpp`, which run only for models of `queue_reader`.
+/// Models: `in_memory_transport`; `amqp::transport`. Archetype:
+/// `letterbox::testing::queue_reader_archetype`. Conformance: the `async_get`/`async_queue_depth`
+/// cases of `letterbox/testing/transport_suite.hpp`, which run only for models of `queue_reader`.
 template <class T>
 concept queue_reader = transport<T> && message_getter<T> && queue_depth_reader<T>;
 

@@ -17,8 +17,9 @@ namespace letterbox::dlq {
 /// Operations over one dead-letter queue: browse, replay, purge, export and depth, through a
 /// Transport that can read queues on demand. What the CLI and the HTTP endpoint call.
 ///
-/// Every operation except `async_depth` is a *scan*: it measures the queue's depth, then gets
-/// messages one at a time with manual acknowledgement, at most that depth and at most
+/// Every operation except `async_depth` is a *scan*: it gets messages one at a time with
+/// manual acknowledgement, at most as many as were ready at its first get (the get's message
+/// count, or a depth when the transport's gets carry none) and at most
 /// `dead_letter_queue_options::max_messages`, so it always ends. A message the operation does
 /// not remove is held unacknowledged until the end and then nacked with requeue, which puts it
 /// back in its original position: browsing and exporting leave the queue's content *and

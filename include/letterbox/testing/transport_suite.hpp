@@ -1703,6 +1703,40 @@ void transport_check_depth_and_missing_queues(transport_harness<Transport>& h) {
     }
 }
 
+/// queue_reader: a get right after fetched messages were nacked with requeue fetches them
+/// again, and its message count (when the transport gives one) counts the rest. A dead-letter
+/// scan right after a browse gave everything back takes its bound from that count. Repeated,
+/// because on a real broker the wrong answer is a race.
+template <transport Transport>
+void transport_check_get_sees_own_requeues(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        if (!h.features.redelivery_on_nack)
+            LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "get-requeue");
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+        for (int round = 0; round < 50; ++round) {
+            INFO("round " << round);
+            std::vector<delivery> held;
+            for (std::size_t i = 0; i < messages.size(); ++i) {
+                auto r = get(h, t, queue);
+                REQUIRE(describe(r.ec) == success);
+                REQUIRE(r.d.has_value());
+                if (r.d->message_count)
+                    CHECK(*r.d->message_count == messages.size() - 1 - i);
+                held.push_back(std::move(*r.d));
+            }
+            for (const auto& d : held)
+                REQUIRE(describe(nack(h, t, d, true)) == success);
+        }
+        const auto depth = queue_depth_settled(h, t, queue, 3);
+        CHECK(depth.ready == messages.size());
+    }
+}
+
 } // namespace letterbox::testing::detail
 
 #undef LETTERBOX_DETAIL_SKIP
@@ -1865,7 +1899,10 @@ void run_transport_check(void (*check)(transport_harness<fixture_transport_t<Fix
     LETTERBOX_DETAIL_TRANSPORT_CASE(                                                               \
         fixtures, extra_tags,                                                                      \
         "async_queue_depth counts ready messages, a missing queue is not_found", "[queue_reader]", \
-        transport_check_depth_and_missing_queues)
+        transport_check_depth_and_missing_queues)                                                  \
+    LETTERBOX_DETAIL_TRANSPORT_CASE(fixtures, extra_tags,                                          \
+                                    "a get right after nacks with requeue fetches them again",     \
+                                    "[queue_reader]", transport_check_get_sees_own_requeues)
 
 #define LETTERBOX_DETAIL_TRANSPORT_CASE(fixtures, extra_tags, name, tags, check)                   \
     TEMPLATE_LIST_TEST_CASE("transport conformance: " name,                                        \

@@ -19,6 +19,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <boost/asio/async_result.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -503,6 +505,67 @@ TEST_CASE("depth counts the ready messages", "[dlq]") {
     REQUIRE_FALSE(ec);
     CHECK(depth == 5);
     CHECK(w.dlq.queue() == dlq_name);
+}
+
+namespace {
+
+/// The in-memory transport with gets that carry no message count (`delivery::message_count`
+/// is optional in `queue_reader`), counting the depths asked.
+class countless_transport : public letterbox::in_memory_transport {
+public:
+    using in_memory_transport::in_memory_transport;
+
+    template <class Token>
+    auto async_get(const std::string& queue, Token&& token) {
+        return boost::asio::async_initiate<Token, void(std::error_code,
+                                                       std::optional<letterbox::delivery>)>(
+            [this](auto handler, const std::string& q) {
+                in_memory_transport::async_get(
+                    q, [h = std::move(handler)](std::error_code ec,
+                                                std::optional<letterbox::delivery> d) mutable {
+                        if (d)
+                            d->message_count.reset();
+                        std::move(h)(ec, std::move(d));
+                    });
+            },
+            token, queue);
+    }
+
+    template <class Token>
+    auto async_queue_depth(const std::string& queue, Token&& token) {
+        ++depths_asked;
+        return in_memory_transport::async_queue_depth(queue, std::forward<Token>(token));
+    }
+
+    int depths_asked = 0;
+};
+
+static_assert(letterbox::queue_reader<countless_transport>);
+
+} // namespace
+
+TEST_CASE("a scan takes its bound from the first get's message count, or from a depth without one",
+          "[dlq]") {
+    populated w;
+    // The model's gets carry a count: a browse asks no depth, and still sees all five.
+    CHECK(w.browse_ids() == w.ids);
+
+    countless_transport countless{w.broker, "countless"};
+    letterbox::dlq::dead_letter_queue dlq(countless, dlq_name);
+    auto browsed =
+        w.await2<std::vector<dead_letter_entry>>([&](auto h) { dlq.async_browse({}, {}, h); });
+    REQUIRE_FALSE(browsed.first);
+    CHECK(browsed.second.size() == 5);
+    CHECK(countless.depths_asked == 1);
+    // The bound counts the first message besides the depth behind it: a purge takes all five.
+    auto purged = w.await2<std::size_t>([&](auto h) { dlq.async_purge({}, h); });
+    REQUIRE_FALSE(purged.first);
+    CHECK(purged.second == 5);
+    CHECK(w.ready(dlq_name) == 0);
+    // An empty queue needs no depth at all.
+    purged = w.await2<std::size_t>([&](auto h) { dlq.async_purge({}, h); });
+    CHECK(purged.second == 0);
+    CHECK(countless.depths_asked == 2);
 }
 
 // ---- the examples of docs/dead-letter-operations.md ------------------------------------------

@@ -32,12 +32,12 @@ namespace letterbox::dlq::detail {
 /// What a scan does with each message it fetches.
 enum class scan_kind { browse, export_lines, purge, replay };
 
-/// One dead-letter operation: measures the queue's depth, then gets at most that many
-/// messages (and at most `max_messages`) one at a time with manual acknowledgement, and
-/// deals with each as its kind says. What it does not remove it holds unacknowledged, so the
-/// next get returns the next message instead of the same one again; at the end it nacks
-/// everything it holds with requeue, in the order it fetched them, and the queue gets each
-/// back in its original position (RabbitMQ classic queues, and the model).
+/// One dead-letter operation: gets the queue's messages one at a time with manual
+/// acknowledgement, at most as many as were ready at its first get (and at most
+/// `max_messages`), and deals with each as its kind says. What it does not remove it holds
+/// unacknowledged, so the next get returns the next message instead of the same one again; at the
+/// end it nacks everything it holds with requeue, in the order it fetched them, and the queue gets
+/// each back in its original position (RabbitMQ classic queues, and the model).
 ///
 /// Everything runs on the transport's executor: start it there.
 template <class Transport>
@@ -67,25 +67,12 @@ public:
     void start() {
         if (kind_ == scan_kind::browse && page_.limit == 0)
             return finish({});
-        transport_.async_queue_depth(
-            queue_, [self = this->shared_from_this()](std::error_code ec, std::uint32_t ready) {
-                self->on_depth(ec, ready);
-            });
-    }
-
-private:
-    void on_depth(std::error_code ec, std::uint32_t ready) {
-        if (ec)
-            return finish(ec);
-        // Bounded by the depth measured now: what the scan nacks back at the end, and what
-        // arrives meanwhile (a replay may even route into this queue), is never fetched
-        // again, so a scan always ends.
-        budget_ = std::min<std::size_t>(ready, options_->max_messages);
         next();
     }
 
+private:
     void next() {
-        if (enough_ || fetched_ >= budget_)
+        if (enough_ || (bounded_ && fetched_ >= budget_))
             return release();
         transport_.async_get(queue_, [self = this->shared_from_this()](std::error_code ec,
                                                                        std::optional<delivery> d) {
@@ -99,29 +86,62 @@ private:
             return release();
         }
         if (!d)
-            return release(); // the queue ran dry before its measured depth (someone else took)
+            return release(); // the queue is empty, or ran dry early (someone else took)
         ++fetched_;
-        auto entry = dead_letter_entry::from(d->msg);
+        if (bounded_)
+            return handle(std::move(*d));
+        // The bound is what was ready at the first get: what the scan nacks back at the end,
+        // and what arrives meanwhile (a replay may even route into this queue), is never
+        // fetched again, so a scan always ends. It comes from the get's own count, not from a
+        // depth asked first: the transport orders a get after the requeues of an earlier scan
+        // (a browse just before a replay), while RabbitMQ may answer a depth ahead of them.
+        if (d->message_count)
+            return set_bound(1 + std::size_t{*d->message_count}, std::move(*d));
+        transport_.async_queue_depth(queue_,
+                                     [self = this->shared_from_this(), first = std::move(*d)](
+                                         std::error_code e, std::uint32_t ready) mutable {
+                                         self->on_depth(e, ready, std::move(first));
+                                     });
+    }
+
+    // For a transport whose gets carry no count: what is ready besides the first message.
+    void on_depth(std::error_code ec, std::uint32_t ready, delivery first) {
+        if (ec) {
+            error_ = ec;
+            held_.push_back(std::move(first));
+            return release();
+        }
+        set_bound(1 + std::size_t{ready}, std::move(first));
+    }
+
+    void set_bound(std::size_t ready, delivery first) {
+        bounded_ = true;
+        budget_ = std::min<std::size_t>(ready, options_->max_messages);
+        handle(std::move(first));
+    }
+
+    void handle(delivery d) {
+        auto entry = dead_letter_entry::from(d.msg);
         const bool match = filter_.matches(entry);
         switch (kind_) {
         case scan_kind::browse:
-            held_.push_back(std::move(*d));
+            held_.push_back(std::move(d));
             if (match && matched_++ >= page_.offset) {
                 result_.entries.push_back(std::move(entry));
                 enough_ = result_.entries.size() >= page_.limit;
             }
             return next();
         case scan_kind::export_lines:
-            held_.push_back(std::move(*d));
+            held_.push_back(std::move(d));
             if (match && !write(entry))
                 return release();
             return next();
         case scan_kind::purge:
             if (!match) {
-                held_.push_back(std::move(*d));
+                held_.push_back(std::move(d));
                 return next();
             }
-            current_ = std::move(*d);
+            current_ = std::move(d);
             transport_.async_ack(*current_, [self = this->shared_from_this()](std::error_code e) {
                 self->on_purged(e);
             });
@@ -129,10 +149,10 @@ private:
         case scan_kind::replay:
             if (!match) {
                 ++result_.replay.skipped;
-                held_.push_back(std::move(*d));
+                held_.push_back(std::move(d));
                 return next();
             }
-            return replay(std::move(*d), std::move(entry));
+            return replay(std::move(d), std::move(entry));
         }
     }
 
@@ -257,6 +277,7 @@ private:
     page page_{};
     std::ostream* out_ = nullptr;
 
+    bool bounded_ = false;
     std::size_t budget_ = 0;
     std::size_t fetched_ = 0;
     std::size_t matched_ = 0;
