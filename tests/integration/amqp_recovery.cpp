@@ -215,7 +215,22 @@ TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed, in
     };
     CHECK(f.run_until([&] { return missing().empty() && seen->contains("after"); }, 60s));
     const auto lost = missing();
-    INFO("first lost: " << (lost.empty() ? std::string("-") : lost.front()));
+    std::string some;
+    for (std::size_t i = 0; i < lost.size() && i < 8; ++i)
+        some += " " + lost[i];
+    // Whether the broker still holds them (a consumer that did not resume) or not (lost).
+    std::string held = "-";
+    if (!lost.empty()) {
+        auto depth = std::make_shared<std::optional<std::uint32_t>>();
+        publisher.async_queue_depth(q.name, [depth](std::error_code ec, std::uint32_t n) {
+            *depth = ec ? std::uint32_t{0} : n;
+        });
+        if (f.run_until([&] { return depth->has_value(); }, 10s))
+            held = std::to_string(**depth);
+    }
+    INFO(lost.size() << " confirmed bodies never seen (" << some << " ), " << seen->size()
+                     << " deliveries seen, \"after\" " << (seen->contains("after") ? "" : "not ")
+                     << "seen, the queue holds " << held << " ready");
     CHECK(lost.empty());
 
     CHECK(await([&](auto done) { subscriber.async_close(done); }) == std::error_code{});
