@@ -23,7 +23,9 @@ namespace letterbox::sqlite {
 /// (`errc::store_not_a_database`, `errc::store_corrupt`, `errc::store_unavailable`, ... at open,
 /// never later), and brings the schema to the version this library writes (see `schema`); a
 /// database written by a newer letterbox is refused with `errc::store_schema_too_new`. Opening
-/// the same file from several processes or several `database` objects is safe.
+/// the same file from several processes or several `database` objects is safe, at the same
+/// moment too: a lock another opener holds is waited for and retried like any busy operation
+/// (`busy_timeout`, `max_busy_retries`).
 ///
 /// The database owns a pool of connections to its file, all configured alike: each unit of
 /// work holds one for its lifetime, each store operation borrows one, and the pool opens more

@@ -5,6 +5,7 @@
 
 #include <letterbox/sqlite/database.hpp>
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -46,9 +47,17 @@ inline database database::open(const std::string& path, const database_options& 
                                std::error_code& ec) {
     database db;
     auto state = std::make_shared<detail::database_state>(path, options);
-    auto first = std::make_unique<connection>(connection::open(path, options, ec, &db.open_error_));
-    if (ec)
-        return db;
+    // Two processes (or threads) opening a new file at once can meet in a lock upgrade that
+    // SQLite answers with SQLITE_BUSY at once, without waiting (switching to WAL while the
+    // other one reads): the open is retried like any busy operation.
+    std::unique_ptr<connection> first;
+    for (unsigned attempt = 0;; ++attempt) {
+        first = std::make_unique<connection>(connection::open(path, options, ec, &db.open_error_));
+        if (!ec)
+            break;
+        if (!state->retry_after_busy(ec, attempt))
+            return db;
+    }
     if (options.quick_check_on_open) {
         ec = detail::quick_check(*first, db.open_error_);
         if (ec)
