@@ -179,41 +179,41 @@ public:
         return last_error_;
     }
 
-    /// After the `attempt`-th try (from 0) failed with `ec`: if `ec` is `store_busy` and
-    /// retries are left, counts the retry, reports it, sleeps the backoff and returns true.
-    bool retry_after_busy(std::error_code ec, unsigned attempt) {
-        if (ec != errc::store_busy || attempt >= options_.max_busy_retries)
-            return false;
-        const auto delay = backoff(attempt);
-        busy_retries_.fetch_add(1);
-        if (options_.on_busy_retry)
-            options_.on_busy_retry(attempt + 1, delay);
-        if (delay.count() > 0)
-            std::this_thread::sleep_for(delay);
-        return true;
-    }
-
     /// Retries made so far because the database was locked.
     std::uint64_t busy_retries() const noexcept { return busy_retries_.load(); }
 
-    /// Runs `op(connection&) -> std::error_code` on a pooled connection, again after a
-    /// backoff while it fails with `errc::store_busy` and retries are left. `op` must leave
-    /// no effect when it fails (roll back what it began).
+    /// Runs `op() -> std::error_code`, again after a backoff while it fails with
+    /// `errc::store_busy` and retries are left (counting and reporting each retry). `op` must
+    /// leave no effect when it fails, and hold no pooled connection across the backoff.
+    template <class Op>
+    std::error_code retrying(Op&& op) {
+        for (unsigned attempt = 0;; ++attempt) {
+            const std::error_code ec = op();
+            if (ec != errc::store_busy || attempt >= options_.max_busy_retries)
+                return ec;
+            const auto delay = backoff(attempt);
+            busy_retries_.fetch_add(1);
+            if (options_.on_busy_retry)
+                options_.on_busy_retry(attempt + 1, delay);
+            if (delay.count() > 0)
+                std::this_thread::sleep_for(delay);
+        }
+    }
+
+    /// Runs `op(connection&) -> std::error_code` on a pooled connection, `retrying` while the
+    /// database is busy. `op` must leave no effect when it fails (roll back what it began).
     template <class Op>
     std::error_code run(Op&& op) {
-        for (unsigned attempt = 0;; ++attempt) {
+        return retrying([&] {
             std::error_code ec;
-            {
-                auto c = acquire(ec);
-                if (!ec) {
-                    ec = op(*c);
-                    if (ec && is_driver_error(ec))
-                        record_error(*c);
-                }
-            } // the connection goes back before the backoff
-            if (!ec || !retry_after_busy(ec, attempt))
+            auto c = acquire(ec); // back to the pool before a backoff
+            if (ec)
                 return ec;
-        }
+            ec = op(*c);
+            if (ec && is_driver_error(ec))
+                record_error(*c);
+            return ec;
+        });
     }
 
 private:

@@ -51,33 +51,30 @@ inline database database::open(const std::string& path, const database_options& 
     // SQLite answers with SQLITE_BUSY at once, without waiting (switching to WAL while the
     // other one reads): the open is retried like any busy operation.
     std::unique_ptr<connection> first;
-    for (unsigned attempt = 0;; ++attempt) {
-        first = std::make_unique<connection>(connection::open(path, options, ec, &db.open_error_));
-        if (!ec)
-            break;
-        if (!state->retry_after_busy(ec, attempt))
-            return db;
-    }
+    ec = state->retrying([&] {
+        std::error_code e;
+        first = std::make_unique<connection>(connection::open(path, options, e, &db.open_error_));
+        return e;
+    });
+    if (ec)
+        return db;
     if (options.quick_check_on_open) {
         ec = detail::quick_check(*first, db.open_error_);
         if (ec)
             return db;
     }
-    for (unsigned attempt = 0;; ++attempt) {
-        ec = schema::migrate(*first);
-        if (!ec)
-            break;
-        if (ec == errc::store_schema_too_new) {
-            std::error_code read_ec;
-            db.open_error_ = "the database has letterbox schema version " +
-                             std::to_string(schema::installed_version(*first, read_ec)) +
-                             "; this library knows versions up to " +
-                             std::to_string(schema::latest_version());
-            return db;
-        }
+    ec = state->retrying([&] { return schema::migrate(*first); });
+    if (ec == errc::store_schema_too_new) {
+        std::error_code read_ec;
+        db.open_error_ = "the database has letterbox schema version " +
+                         std::to_string(schema::installed_version(*first, read_ec)) +
+                         "; this library knows versions up to " +
+                         std::to_string(schema::latest_version());
+        return db;
+    }
+    if (ec) {
         db.open_error_ = first->last_error_message();
-        if (!state->retry_after_busy(ec, attempt))
-            return db;
+        return db;
     }
     db.open_error_.clear();
     state->adopt(std::move(first));
@@ -99,18 +96,22 @@ inline unit_of_work database::begin(std::error_code& ec) {
         ec = errc::closed;
         return {};
     }
-    for (unsigned attempt = 0;; ++attempt) {
-        auto c = state_->acquire(ec);
-        if (ec)
-            return {};
-        ec = detail::exec_cached(*c, "BEGIN IMMEDIATE");
-        if (!ec)
-            return unit_of_work(state_, std::move(c));
-        state_->record_error(*c);
-        c.reset(); // back to the pool before the backoff
-        if (!state_->retry_after_busy(ec, attempt))
-            return {};
-    }
+    detail::pooled_connection held;
+    ec = state_->retrying([&] {
+        std::error_code e;
+        auto c = state_->acquire(e); // back to the pool before a backoff
+        if (e)
+            return e;
+        e = detail::exec_cached(*c, "BEGIN IMMEDIATE");
+        if (e)
+            state_->record_error(*c);
+        else
+            held = std::move(c);
+        return e;
+    });
+    if (ec)
+        return {};
+    return unit_of_work(state_, std::move(held));
 }
 
 inline unit_of_work database::begin() {
