@@ -20,28 +20,38 @@ namespace {
 using letterbox::testing::invariant;
 using letterbox::testing::pipeline_defect;
 
-/// Runs the defective pipeline until the first failing seed (at most the PR tier's 2,000), and
-/// checks that it broke `expected`.
+/// Runs the defective pipeline until its fifth failing seed (within the PR tier's 2,000), and
+/// checks that one of those runs broke `expected`. Not only the first: a defect can also show
+/// first as another violation (a relay that marks rows before the confirm reorders an
+/// aggregate when the lost row comes back late), and which one the first failing seed shows
+/// depends on LETTERBOX_SEED.
 void expect_caught(pipeline_defect defect, invariant expected) {
     letterbox::testing::pipeline_options options;
     options.defect = defect;
     letterbox::testing::pipeline_check_options check;
     check.seeds = 2000;
     check.replay = false;
-    check.keep_failures = 1;
-    check.stop_after_failures = 1;
+    check.keep_failures = 5;
+    check.stop_after_failures = 5;
     const auto report =
         letterbox::testing::check_pipeline<test_support::ledger_app>(options, check);
     INFO(report.to_string());
     REQUIRE_FALSE(report.ok());
-    REQUIRE(report.failures.size() == 1);
-    const auto& failure = report.failures.front();
-    std::cout << "self-test: defect " << letterbox::testing::to_string(defect) << " caught after "
+    const auto breaks_expected = [&](const auto& v) {
+        return v.which == expected;
+    };
+    const auto found =
+        std::find_if(report.failures.begin(), report.failures.end(), [&](const auto& f) {
+            return std::any_of(f.violations.begin(), f.violations.end(), breaks_expected);
+        });
+    REQUIRE(found != report.failures.end());
+    const auto& failure = *found;
+    const auto& violation =
+        *std::find_if(failure.violations.begin(), failure.violations.end(), breaks_expected);
+    std::cout << "self-test: defect " << letterbox::testing::to_string(defect) << " caught in "
               << report.runs << " runs, seed " << failure.seed
               << " (LETTERBOX_PIPELINE_SEED=" << failure.seed
-              << "): " << letterbox::testing::to_string(failure.violations.front()) << '\n';
-    CHECK(std::any_of(failure.violations.begin(), failure.violations.end(),
-                      [&](const auto& v) { return v.which == expected; }));
+              << "): " << letterbox::testing::to_string(violation) << '\n';
 
     // The seed replays the failure on its own.
     const auto replay =
