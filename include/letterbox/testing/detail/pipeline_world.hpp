@@ -161,6 +161,7 @@ private:
         case fault_kind::connection_drop:
         case fault_kind::broker_restart:
         case fault_kind::lost_confirm:
+        case fault_kind::publish_nack:
         case fault_kind::consumer_cancel:
         case fault_kind::sqlite_busy:
         case fault_kind::crash:
@@ -723,9 +724,12 @@ private:
         // several copies of one message are in flight at once, so one drop may add several (CI
         // found 16 copies of a poison message after four drops with up to three in flight).
         // Every other disruption may hide the outcome of one forward (a lost confirm, a cancel,
-        // a crash of the relay or the operator) and counts once for every message. A locked
-        // store counts too: the extended tier found a poison message delivered once more than
-        // max_attempts per copy while the inbox was locked (2 runs in 25,000).
+        // a crash of the relay or the operator) and counts once for every message. So does a
+        // refused publish: a refused retry copy makes the consumer requeue the delivery, which
+        // comes back without using an attempt (the extended tier found a poison message
+        // delivered max_attempts + 1 times after one, 1 run in 200,000). A locked store counts
+        // too: the extended tier found a poison message delivered once more than max_attempts
+        // per copy while the inbox was locked (2 runs in 25,000).
         std::uint32_t most_copies = 1;
         for (const auto& [id, n] : publishes_) {
             const auto lost = lost_unsettled_.find(id);
