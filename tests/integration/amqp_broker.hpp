@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// The broker of the integration tests (LETTERBOX_AMQP_URL) and the transport suite's fixture
-// for amqp::transport, shared by amqp_transport.cpp and amqp_recovery.cpp.
+// The broker of the integration tests (LETTERBOX_AMQP_URL), the transport suite's fixture for
+// amqp::transport, and a way to wait for one operation on it; shared by the AMQP integration
+// tests.
 
 #include <letterbox/amqp/transport.hpp>
 
@@ -16,8 +17,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace amqp_test {
@@ -76,5 +79,15 @@ private:
     letterbox::testing::unique_names names_{"letterbox.amqp"};
 };
 //]
+
+/// Starts an operation that completes with a `std::error_code` (`start(handler)`), runs `fx`
+/// until it completes (at most 20 s, then the test case fails) and returns that code.
+template <class Start>
+std::error_code await(amqp_transport_fixture& fx, Start&& start) {
+    std::optional<std::error_code> r;
+    std::forward<Start>(start)([&r](std::error_code ec) { r = ec; });
+    REQUIRE(fx.run_until([&r] { return r.has_value(); }, std::chrono::seconds{20}));
+    return *r;
+}
 
 } // namespace amqp_test

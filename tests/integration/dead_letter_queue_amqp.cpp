@@ -36,23 +36,16 @@ TEST_CASE("dlq over amqp: a scan right after another one sees the whole queue",
           "[.integration][amqp][dlq]") {
     amqp_test::amqp_transport_fixture fx;
     auto t = fx.make();
-    const auto await = [&](auto start) {
-        std::optional<std::error_code> r;
-        start([&](std::error_code ec) { r = ec; });
-        REQUIRE(fx.run_until([&] { return r.has_value(); }, 20s));
-        return *r;
-    };
-
     letterbox::topology::queue_arguments expiring;
     expiring.expires = std::chrono::minutes{10};
     letterbox::topology::queue dlq;
     dlq.name = fx.unique_name("scan.dlq");
     dlq.arguments = expiring.to_table();
-    REQUIRE_FALSE(await([&](auto h) { t.async_declare(dlq, h); }));
+    REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_declare(dlq, h); }));
     letterbox::topology::queue work;
     work.name = fx.unique_name("scan.work");
     work.arguments = expiring.to_table();
-    REQUIRE_FALSE(await([&](auto h) { t.async_declare(work, h); }));
+    REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_declare(work, h); }));
 
     // Three dead letters, as letterbox's dead-letter middleware writes them.
     constexpr std::size_t count = 3;
@@ -67,7 +60,7 @@ TEST_CASE("dlq over amqp: a scan right after another one sees the whole queue",
         m.headers.set(letterbox::headers::original_exchange, "");
         m.headers.set(letterbox::headers::original_routing_key, work.name);
         m.headers.set(letterbox::headers::original_queue, work.name);
-        REQUIRE_FALSE(await([&](auto h) { t.async_publish(m, h); }));
+        REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_publish(m, h); }));
     }
 
     letterbox::dlq::dead_letter_queue queue(t, dlq.name);
@@ -93,5 +86,5 @@ TEST_CASE("dlq over amqp: a scan right after another one sees the whole queue",
     CHECK(replayed->second.replayed == count);
     CHECK(replayed->second.failed == 0);
 
-    CHECK_FALSE(await([&](auto h) { t.async_close(h); }));
+    CHECK_FALSE(amqp_test::await(fx, [&](auto h) { t.async_close(h); }));
 }

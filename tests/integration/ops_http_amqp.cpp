@@ -52,12 +52,6 @@ TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is li
     const auto q = fx.unique_name("ops.q");
     const auto dlq = fx.unique_name("ops.dlq");
 
-    const auto await = [&](auto start) {
-        std::optional<std::error_code> r;
-        start([&](std::error_code ec) { r = ec; });
-        REQUIRE(fx.run_until([&] { return r.has_value(); }, 20s));
-        return *r;
-    };
     letterbox::topology::queue_arguments expiring;
     expiring.expires = std::chrono::minutes{10};
     letterbox::topology::exchange ex;
@@ -65,23 +59,23 @@ TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is li
     ex.type = letterbox::topology::exchange_type::direct;
     ex.durable = false;
     ex.auto_delete = true;
-    REQUIRE_FALSE(await([&](auto h) { t.async_declare(ex, h); }));
+    REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_declare(ex, h); }));
     letterbox::topology::queue dq;
     dq.name = dlq;
     dq.arguments = expiring.to_table();
-    REQUIRE_FALSE(await([&](auto h) { t.async_declare(dq, h); }));
+    REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_declare(dq, h); }));
     letterbox::topology::queue wq;
     wq.name = q;
     auto args = expiring;
     args.dead_letter_exchange = "";
     args.dead_letter_routing_key = dlq;
     wq.arguments = args.to_table();
-    REQUIRE_FALSE(await([&](auto h) { t.async_declare(wq, h); }));
+    REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_declare(wq, h); }));
     letterbox::topology::binding b;
     b.source = x;
     b.destination = q;
     b.routing_key = "job";
-    REQUIRE_FALSE(await([&](auto h) { t.async_bind(b, h); }));
+    REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_bind(b, h); }));
     REQUIRE(t.is_connected());
 
     // Two messages, rejected by a consumer: the broker dead-letters them with x-death.
@@ -94,7 +88,7 @@ TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is li
         m.routing_key = "job";
         m.body = R"({"order":)" + std::to_string(i) + "}";
         m.properties.content_type = "application/json";
-        REQUIRE_FALSE(await([&](auto h) { t.async_publish(m, h); }));
+        REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_publish(m, h); }));
         std::optional<std::pair<std::error_code, std::optional<letterbox::delivery>>> got;
         for (int attempt = 0; attempt < 50 && !(got && got->second); ++attempt) {
             got.reset();
@@ -105,7 +99,8 @@ TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is li
             REQUIRE_FALSE(got->first);
         }
         REQUIRE(got->second.has_value());
-        REQUIRE_FALSE(await([&](auto h) { t.async_reject(*got->second, false, h); }));
+        REQUIRE_FALSE(
+            amqp_test::await(fx, [&](auto h) { t.async_reject(*got->second, false, h); }));
     }
 
     letterbox::ops::http_server_options o;
@@ -174,7 +169,7 @@ TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is li
     CHECK(r["failed"] == 0);
 
     // A closed transport makes the server not ready.
-    REQUIRE_FALSE(await([&](auto h) { t.async_close(h); }));
+    REQUIRE_FALSE(amqp_test::await(fx, [&](auto h) { t.async_close(h); }));
     CHECK_FALSE(t.is_connected());
     auto not_ready = call(http::verb::get, "/health/ready", "");
     CHECK(not_ready.result_int() == 503);
