@@ -45,6 +45,16 @@ struct dead_letter_filter {
     /// Whether `e` meets every criterion that is set.
     bool matches(const dead_letter_entry& e) const;
 
+    /// Whether at least one criterion is set, so that the filter can select less than the
+    /// whole queue. A filter read from `{}`, `null`, `{"ids": []}`, `{"headers": {}}` or
+    /// `{"reason": null}` has none: it matches every entry. Operations that remove or replay
+    /// messages (the CLI, the HTTP endpoint) refuse such a filter unless the caller asked for
+    /// the whole queue explicitly.
+    bool has_criterion() const noexcept {
+        return reason || exception_type || message_type || since || until || !headers.empty() ||
+               !ids.empty();
+    }
+
     /// Reads a filter from JSON, as the HTTP endpoint and the CLI receive it: `null` or an
     /// object with any of
     ///

@@ -532,9 +532,7 @@ inline void server_state::purge(const std::string& queue, const parsed_target& t
     } catch (const std::exception& ex) {
         return respond(error_response(status::bad_request, "bad_filter", ex.what()));
     }
-    const bool criterion = f.reason || f.exception_type || f.message_type || f.since || f.until ||
-                           !f.headers.empty() || !f.ids.empty();
-    if (!criterion && !all)
+    if (!f.has_criterion() && !all)
         return respond(error_response(status::bad_request, "no_criterion",
                                       "this would delete every message of the queue: give a "
                                       "filter, or add ?all=true to mean it"));
