@@ -36,7 +36,10 @@ enum class failure_action : std::uint8_t {
     /// `x-death` entry (declare one: without it the broker drops the message).
     dead_letter,
     /// `basic.nack` with requeue: the message goes back to its place in the queue and comes
-    /// again at once. Only for faults known to be short; a poison message would loop.
+    /// again at once. Only for faults known to be short; a poison message would loop. A
+    /// failure marked permanent (`middleware::handler_failure::permanent`: an error with a
+    /// reason of its own, such as `errc::missing_idempotency_key`, or a policy's decision) is
+    /// rejected as with `dead_letter` instead, since it would fail again on every delivery.
     requeue,
 };
 
@@ -221,7 +224,9 @@ private:
                 // after a wait (a requeue would spin while the database stays locked).
                 if (is_store_error(r.failure()->error))
                     return wait_for_store(s, std::move(d), run, store_failures);
-                if (s->options.on_failure == failure_action::requeue)
+                // A permanent failure (an undecodable payload, a missing idempotency key)
+                // fails the same way on every delivery: requeueing it would spin forever.
+                if (s->options.on_failure == failure_action::requeue && !r.failure()->permanent)
                     return t->async_nack(*d, true, ignore);
                 s->observe(consumer_event::kind::rejected, *d);
                 return t->async_reject(*d, false, ignore);

@@ -71,9 +71,12 @@ enum class errc {
     store_error,          ///< any other database failure (the store keeps the driver's text)
 
     // Message-handling and configuration errors, 500 to 599.
-    handler_failed = 500,   ///< a handler failed without an error code of its own (it threw)
-    dedup_window_too_short, ///< the inbox retention is shorter than the redelivery horizon
-    invalid_argument,       ///< an option is out of its documented range
+    handler_failed = 500,    ///< a handler failed without an error code of its own (it threw)
+    dedup_window_too_short,  ///< the inbox retention is shorter than the redelivery horizon
+    invalid_argument,        ///< an option is out of its documented range
+    missing_idempotency_key, ///< the message has no idempotency key (no message id, or none
+                             ///< that the consumer's key function found): it cannot be
+                             ///< deduplicated, so it is refused rather than handled unguarded
 };
 
 /// The `std::error_category` of `letterbox::errc`.
@@ -176,6 +179,9 @@ public:
                    "would no longer be recognised as a duplicate";
         case errc::invalid_argument:
             return "invalid argument";
+        case errc::missing_idempotency_key:
+            return "the message has no idempotency key (no message id, or none found by the "
+                   "consumer's key function), so the inbox cannot deduplicate it";
         }
         return "unknown letterbox error";
     }

@@ -55,6 +55,7 @@ template void lt::detail::inbox_check_concurrent_threads_one_commits<inbox_arche
 template void lt::detail::inbox_check_rollback_removes_record<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
 template void lt::detail::inbox_check_finished_unit_of_work_is_closed<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
 template void lt::detail::inbox_check_keys_are_per_consumer<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+template void lt::detail::inbox_check_nil_id_is_refused<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
 template void lt::detail::inbox_check_purge_by_age<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
 template void lt::detail::inbox_check_random_deliveries_record_once<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&, std::uint64_t);
 template void lt::detail::inbox_check_random_deliveries_record_once_seeded<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);

@@ -68,6 +68,10 @@ concept inbox_purger = requires(S& s, store_time older_than, std::error_code& ec
 ///   (the store serialised the units) or from its `commit()`, which then applies none of its
 ///   staged writes, in any store.
 /// - A rollback leaves no record: the message counts as new again.
+/// - **The nil id is never a key.** `try_record` with the nil `message_id` (what a message
+///   published without an AMQP `message-id` carries) returns `errc::missing_idempotency_key`
+///   and stages nothing; `u` stays usable. Recording it would make every id-less message after
+///   the first look like a duplicate of it.
 /// - Keys are per consumer: one message id recorded by two consumers is two records.
 /// - **purge** deletes records stamped before `older_than` and returns how many; a purged key
 ///   counts as new again, so retention must exceed the redelivery horizon (DESIGN §3.8).

@@ -42,7 +42,8 @@ public:
     in_memory_inbox_store& operator=(const in_memory_inbox_store&) = delete;
 
     /// Stages the record of (`consumer_id`, `id`), stamped `now`, in `uow`. Returns
-    /// `errc::already_processed` when the key is recorded or already staged in `uow`, or
+    /// `errc::already_processed` when the key is recorded or already staged in `uow`,
+    /// `errc::missing_idempotency_key` for the nil id (nothing is staged), or
     /// `errc::transaction_closed` when `uow` is finished.
     std::error_code try_record(in_memory_unit_of_work& uow, std::string_view consumer_id,
                                const message_id& id, store_time now);
@@ -83,6 +84,8 @@ inline std::error_code in_memory_inbox_store::try_record(in_memory_unit_of_work&
         return ec;
     if (!uow.is_open())
         return errc::transaction_closed;
+    if (id.is_nil()) // every id-less message has it: recording it would merge them all
+        return errc::missing_idempotency_key;
     key_type key{std::string(consumer_id), id};
     std::string staged = staging_key(consumer_id, id);
     if (records_.contains(key) || uow.has_staged(core_, staged))

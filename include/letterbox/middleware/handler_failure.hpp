@@ -19,7 +19,21 @@ inline constexpr std::string_view permanent_failure = "permanent-failure";
 inline constexpr std::string_view retries_exhausted = "retries-exhausted";
 /// The handler failed and no retry layer decided anything (no policy in the pipeline).
 inline constexpr std::string_view handler_failed = "handler-failed";
+/// The idempotent handler refused a message that has no idempotency key
+/// (`errc::missing_idempotency_key`): without one the inbox cannot tell it from the others.
+inline constexpr std::string_view missing_idempotency_key = "missing-idempotency-key";
 } // namespace death_reason
+
+/// The death reason that an error carries by itself, or an empty view: the reason of a
+/// failure that no retry can mend and that must be told apart from the policy's
+/// `permanent-failure`. Such a failure is permanent whatever the retry policy's classifier
+/// says, and the dead-letter layer records this reason. Today only
+/// `errc::missing_idempotency_key` has one (`death_reason::missing_idempotency_key`).
+inline std::string_view intrinsic_death_reason(const std::error_code& ec) noexcept {
+    if (ec == errc::missing_idempotency_key)
+        return death_reason::missing_idempotency_key;
+    return {};
+}
 
 /// One failed attempt, as the middleware sees it on its way out of the pipeline: what went
 /// wrong, how it was classified, and (once a layer gave up) why it was given up.

@@ -6,6 +6,7 @@
 #include <letterbox/concepts/unit_of_work.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/failpoint.hpp>
+#include <letterbox/idempotency_key.hpp>
 #include <letterbox/message.hpp>
 
 #include <atomic>
@@ -47,13 +48,19 @@ struct idempotent_stats {
     std::uint64_t duplicates = 0;
     /// Attempts that failed and left nothing behind (the effect failed, or the commit did).
     std::uint64_t failed = 0;
+    /// Messages refused because they have no idempotency key
+    /// (`idempotency_key::missing_key_action::refuse`): nothing ran, nothing was recorded.
+    std::uint64_t refused = 0;
+    /// Messages without a key whose effect was committed without an inbox record
+    /// (`idempotency_key::missing_key_action::handle_without_dedup`).
+    std::uint64_t unkeyed = 0;
 
     friend bool operator==(const idempotent_stats&, const idempotent_stats&) = default;
 };
 
 /// The handler that `idempotent(...)` returns: for each message, in one unit of work, it
-/// records (consumer id, message id) in the inbox, runs the effect with the unit, and commits.
-/// See `idempotent` for the contract. Copies share their statistics.
+/// records (consumer id, idempotency key) in the inbox, runs the effect with the unit, and
+/// commits. See `idempotent` for the contract. Copies share their statistics.
 template <inbox_store Inbox, class Begin, class Effect, clock Clock>
 class idempotent_handler {
 public:
@@ -71,10 +78,19 @@ public:
     /// Handles one delivery of `m`. Returns success when the effect committed now or had
     /// committed before (a duplicate), so the caller acknowledges; returns the failure
     /// otherwise, leaving no effect and no inbox record, so a redelivery tries again.
-    /// Exceptions from the effect propagate after the unit of work is rolled back.
+    /// Exceptions from the effect propagate after the unit of work is rolled back. A message
+    /// without an idempotency key is refused with `errc::missing_idempotency_key` before
+    /// anything runs, unless `on_missing_key` said to handle it without deduplication.
     std::error_code operator()(const message& m) {
+        const auto key = key_of(m);
+        if (!key && missing_key_ == idempotency_key::missing_key_action::refuse) {
+            counters_->refused.fetch_add(1, std::memory_order_relaxed);
+            return errc::missing_idempotency_key;
+        }
         unit_of_work_type uow = begin_();
-        auto ec = inbox_->try_record(uow, consumer_id_, m.id, clock_->wall_now());
+        std::error_code ec;
+        if (key)
+            ec = inbox_->try_record(uow, consumer_id_, *key, clock_->wall_now());
         if (ec == errc::already_processed) {
             uow.rollback();
             counted_duplicate(m);
@@ -99,13 +115,16 @@ public:
             throw failpoint_halt(failpoint::after_effect_before_inbox_commit);
         }
         ec = uow.commit();
-        if (ec == errc::already_processed) {
+        if (key && ec == errc::already_processed) {
             // A concurrent delivery of the same message committed first: its effect stands,
             // ours was discarded with this unit.
             counted_duplicate(m);
             return {};
         }
-        (ec ? counters_->failed : counters_->processed).fetch_add(1, std::memory_order_relaxed);
+        (ec    ? counters_->failed
+         : key ? counters_->processed
+               : counters_->unkeyed)
+            .fetch_add(1, std::memory_order_relaxed);
         if (!ec && halts_at(failpoint::after_inbox_commit_before_ack, m.id))
             throw failpoint_halt(failpoint::after_inbox_commit_before_ack);
         return ec;
@@ -113,6 +132,38 @@ public:
 
     /// The consumer id this handler records under.
     const std::string& consumer_id() const noexcept { return consumer_id_; }
+
+    /// Returns a copy that deduplicates on the key that `key` finds instead of the message
+    /// id: a header (`idempotency_key::by_header("x-idempotency-key")`), a field of the body
+    /// (`idempotency_key::by_json_field("/payment/id")`) or a function of your own (see
+    /// `idempotency_key::function`). A key text that is not a canonical UUID is stored as
+    /// `idempotency_key::from_text` of it. Changing the key function of a consumer whose inbox
+    /// already holds records makes the messages in flight look new: change it together with
+    /// the consumer id. The copy shares the statistics.
+    template <idempotency_key::function KeyFunction>
+    idempotent_handler with_key(KeyFunction key) const {
+        idempotent_handler h = *this;
+        h.key_ = [key = std::move(key)](const message& m) -> std::optional<message_id> {
+            using result = std::invoke_result_t<const KeyFunction&, const message&>;
+            if constexpr (std::same_as<result, std::optional<message_id>>) {
+                return std::invoke(key, m);
+            } else {
+                const std::optional<std::string> text = std::invoke(key, m);
+                return text ? idempotency_key::from_text(*text) : std::nullopt;
+            }
+        };
+        return h;
+    }
+
+    /// Returns a copy that treats a message without a key as `action` says: refused with
+    /// `errc::missing_idempotency_key` (the default: a permanent failure, dead-lettered with
+    /// the reason `missing-idempotency-key`), or handled without deduplication. Never is such
+    /// a message deduplicated against others. The copy shares the statistics.
+    idempotent_handler on_missing_key(idempotency_key::missing_key_action action) const {
+        idempotent_handler h = *this;
+        h.missing_key_ = action;
+        return h;
+    }
 
     /// Declares how long the application keeps inbox records (what it passes to
     /// `inbox.purge`), so that `middleware::compose` can refuse a pipeline whose redelivery
@@ -155,7 +206,9 @@ public:
     idempotent_stats stats() const noexcept {
         return {counters_->processed.load(std::memory_order_relaxed),
                 counters_->duplicates.load(std::memory_order_relaxed),
-                counters_->failed.load(std::memory_order_relaxed)};
+                counters_->failed.load(std::memory_order_relaxed),
+                counters_->refused.load(std::memory_order_relaxed),
+                counters_->unkeyed.load(std::memory_order_relaxed)};
     }
 
 private:
@@ -163,7 +216,17 @@ private:
         std::atomic<std::uint64_t> processed{0};
         std::atomic<std::uint64_t> duplicates{0};
         std::atomic<std::uint64_t> failed{0};
+        std::atomic<std::uint64_t> refused{0};
+        std::atomic<std::uint64_t> unkeyed{0};
     };
+
+    // The key the inbox records; the nil id is never one, whatever the function returned.
+    std::optional<message_id> key_of(const message& m) const {
+        auto key = key_ ? key_(m) : idempotency_key::by_message_id{}(m);
+        if (key && key->is_nil())
+            return std::nullopt;
+        return key;
+    }
 
     void counted_duplicate(const message& m) const {
         counters_->duplicates.fetch_add(1, std::memory_order_relaxed);
@@ -195,6 +258,9 @@ private:
     Clock* clock_;
     std::shared_ptr<counters> counters_;
     std::optional<std::chrono::milliseconds> retention_{};
+    // Empty: the message id (idempotency_key::by_message_id), without a call through it.
+    std::function<std::optional<message_id>(const message&)> key_{};
+    idempotency_key::missing_key_action missing_key_ = idempotency_key::missing_key_action::refuse;
     failpoint_hook failpoint_{};
     std::function<void(const message&)> on_duplicate_{};
 };
@@ -203,8 +269,9 @@ private:
 /// effect once per consumer, however often it is delivered.
 ///
 /// For each message `m`, in one unit of work begun with `begin()`:
-/// 1. it records (`consumer_id`, `m.id`) in `inbox`, stamped `clock.wall_now()`; if the key
-///    is already there, it skips the effect and returns success, so the caller acks;
+/// 1. it records (`consumer_id`, the message's idempotency key) in `inbox`, stamped
+///    `clock.wall_now()`; if the key is already there, it skips the effect and returns
+///    success, so the caller acks. The key is `m.id` unless `with_key` names another;
 /// 2. it runs `effect(m, uow)`, which makes its business writes and appends any outgoing
 ///    events to the outbox through the same unit;
 /// 3. it commits: the inbox record, the effect and the outgoing events become durable
@@ -213,6 +280,14 @@ private:
 /// and only then returns success, which is when the consumer acks (`letterbox::consumer`
 /// does). If the effect fails, by exception or `error_code`, the unit rolls back: no effect,
 /// no inbox record and no outgoing event, so a redelivery tries again (DESIGN §3.6).
+///
+/// **A message without a key** (the nil id: a publisher that set no AMQP `message-id`; or a
+/// key function that found nothing) is never deduplicated against others. By default it is
+/// refused before anything runs: the handler returns `errc::missing_idempotency_key`, a
+/// permanent failure that the dead-letter layer dead-letters with the reason
+/// `missing-idempotency-key` (and a bare consumer rejects to the queue's dead-letter
+/// exchange). `on_missing_key(handle_without_dedup)` runs its effect without an inbox record
+/// instead. See `docs/design/idempotency-keys.md`.
 ///
 /// Duplicates are decided by the inbox's unique key, never by a read followed by a write:
 /// two copies of one message handled at the same time by two consumers on two connections

@@ -55,12 +55,16 @@ public:
 
     /// Records (`consumer_id`, `id`), stamped `now`, in `uow`'s transaction. Returns
     /// `errc::already_processed` when the key is already recorded (the unit stays usable),
-    /// `errc::transaction_closed` when `uow` is finished, `errc::precondition_failed` for a
-    /// unit of another database, or a database error (which fails the unit).
+    /// `errc::missing_idempotency_key` for the nil id, which names no message (nothing is
+    /// written, the unit stays usable), `errc::transaction_closed` when `uow` is finished,
+    /// `errc::precondition_failed` for a unit of another database, or a database error
+    /// (which fails the unit).
     std::error_code try_record(unit_of_work& uow, std::string_view consumer_id,
                                const message_id& id, store_time now) {
         if (!db_)
             return errc::closed;
+        if (id.is_nil()) // every id-less message has it: recording it would merge them all
+            return errc::missing_idempotency_key;
         if (auto ec = uow.check_writable(*db_))
             return ec;
         auto& conn = uow.connection();

@@ -75,6 +75,8 @@ struct inbox_store_harness {
                                 inbox_check_finished_unit_of_work_is_closed)                       \
     LETTERBOX_DETAIL_INBOX_CASE(fixtures, "keys are per consumer", "",                             \
                                 inbox_check_keys_are_per_consumer)                                 \
+    LETTERBOX_DETAIL_INBOX_CASE(fixtures, "the nil message id is refused and never recorded", "",  \
+                                inbox_check_nil_id_is_refused)                                     \
     LETTERBOX_DETAIL_INBOX_CASE(fixtures, "purge deletes records older than the horizon", "",      \
                                 inbox_check_purge_by_age)                                          \
     LETTERBOX_DETAIL_INBOX_CASE(fixtures,                                                          \

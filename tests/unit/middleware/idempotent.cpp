@@ -184,3 +184,109 @@ TEST_CASE("idempotent: two copies handled at once by two threads give one effect
     CHECK(h.stats().processed == 200);
     CHECK(h.stats().duplicates == 200);
 }
+
+namespace {
+
+// Three distinct messages from a publisher that set no message id (the seeds' sendToQueue, the
+// README's first program): each carries the nil id.
+std::vector<letterbox::message> id_less_messages() {
+    std::vector<letterbox::message> out;
+    for (const char* body : {"enrol ana", "enrol bia", "enrol caio"}) {
+        letterbox::message m;
+        m.body = body;
+        m.headers.set("x-idempotency-key", std::string("key-") + body);
+        out.push_back(m);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("idempotent refuses messages without a message id instead of taking them for "
+          "duplicates of each other",
+          "[middleware][idempotent]") {
+    fixture f;
+    std::map<std::string, int> effects; // by body: the ids are all nil
+    auto h = letterbox::idempotent(
+        [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+            u.on_commit([&effects, body = m.body] { ++effects[body]; });
+        },
+        f.inbox, fixture::begin(), "access", f.clock);
+    for (const auto& m : id_less_messages())
+        CHECK(h(m) == errc::missing_idempotency_key);
+    CHECK(effects.empty()); // nothing ran: the refusal comes before the unit of work
+    CHECK(h.stats() == letterbox::idempotent_stats{0, 0, 0, 3, 0});
+    std::error_code ec;
+    CHECK(f.inbox.size(ec) == 0);
+}
+
+TEST_CASE("idempotent handles messages without a key without deduplication when told to",
+          "[middleware][idempotent]") {
+    fixture f;
+    std::map<std::string, int> effects;
+    auto h =
+        letterbox::idempotent(
+            [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+                u.on_commit([&effects, body = m.body] { ++effects[body]; });
+            },
+            f.inbox, fixture::begin(), "access", f.clock)
+            .on_missing_key(letterbox::idempotency_key::missing_key_action::handle_without_dedup);
+    const auto messages = id_less_messages();
+    for (const auto& m : messages)
+        CHECK_FALSE(h(m));
+    CHECK_FALSE(h(messages[0])); // no key, no dedup: a redelivery has its effect again
+    CHECK(effects ==
+          std::map<std::string, int>{{"enrol ana", 2}, {"enrol bia", 1}, {"enrol caio", 1}});
+    CHECK(h.stats() == letterbox::idempotent_stats{0, 0, 0, 0, 4});
+    std::error_code ec;
+    CHECK(f.inbox.size(ec) == 0);
+}
+
+TEST_CASE("idempotent deduplicates on the key a header gives, with or without a message id",
+          "[middleware][idempotent]") {
+    fixture f;
+    std::map<std::string, int> effects;
+    auto h = letterbox::idempotent(
+                 [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+                     u.on_commit([&effects, body = m.body] { ++effects[body]; });
+                 },
+                 f.inbox, fixture::begin(), "access", f.clock)
+                 .with_key(letterbox::idempotency_key::by_header("x-idempotency-key"));
+    auto messages = id_less_messages();
+    for (const auto& m : messages)
+        CHECK_FALSE(h(m));
+    for (const auto& m : messages)
+        CHECK_FALSE(h(m)); // redeliveries: duplicates
+    // A copy with an id of its own is still the same key: the header decides, not the id.
+    auto resent = messages[1];
+    resent.id = f.ids();
+    CHECK_FALSE(h(resent));
+    CHECK(effects ==
+          std::map<std::string, int>{{"enrol ana", 1}, {"enrol bia", 1}, {"enrol caio", 1}});
+    CHECK(h.stats() == letterbox::idempotent_stats{3, 4, 0, 0, 0});
+    std::error_code ec;
+    CHECK(f.inbox.contains("access", *letterbox::idempotency_key::from_text("key-enrol ana"), ec));
+
+    // A message whose header is missing has no key: refused, never merged with the others.
+    letterbox::message bare;
+    bare.id = f.ids();
+    bare.body = "enrol davi";
+    CHECK(h(bare) == errc::missing_idempotency_key);
+    CHECK(h.stats().refused == 1);
+}
+
+TEST_CASE("idempotent never records the nil id, even when a key function returns it",
+          "[middleware][idempotent]") {
+    fixture f;
+    int runs = 0;
+    auto h = letterbox::idempotent(
+                 [&](const letterbox::message&, letterbox::in_memory_unit_of_work&) { ++runs; },
+                 f.inbox, fixture::begin(), "access", f.clock)
+                 .with_key([](const letterbox::message&) {
+                     return std::optional<letterbox::message_id>(letterbox::message_id{});
+                 });
+    const auto m = f.message_of();
+    CHECK(h(m) == errc::missing_idempotency_key);
+    CHECK(h(m) == errc::missing_idempotency_key);
+    CHECK(runs == 0);
+}

@@ -63,3 +63,34 @@ TEST_CASE("idempotent on SQLite: two threads on two connections handling the sam
     std::error_code ec;
     CHECK(first.inbox.size(ec) == messages);
 }
+
+TEST_CASE("idempotent on SQLite: three distinct messages without a message id are refused, not "
+          "taken for duplicates, or all handled when told to",
+          "[middleware][idempotent][sqlite]") {
+    pipeline::temp_dir dir;
+    pipeline::access_service service(dir.file("access.db"));
+    letterbox::virtual_clock clock;
+    std::vector<letterbox::message> id_less; // the nil id: the publisher set no message-id
+    for (int i = 0; i < 3; ++i) {
+        letterbox::message m;
+        REQUIRE_FALSE(letterbox::encode_payload(m, nlohmann::json{{"enrollment", i}}));
+        id_less.push_back(m);
+    }
+
+    auto refusing = service.handler(clock);
+    for (const auto& m : id_less)
+        CHECK(refusing(m) == letterbox::errc::missing_idempotency_key);
+    CHECK(service.grants() == 0);
+    CHECK(refusing.stats() == letterbox::idempotent_stats{0, 0, 0, 3, 0});
+
+    auto unguarded = service.handler(clock).on_missing_key(
+        letterbox::idempotency_key::missing_key_action::handle_without_dedup);
+    for (const auto& m : id_less)
+        CHECK_FALSE(unguarded(m));
+    CHECK(service.grants() == 3);
+    CHECK(pipeline::scalar(service.db, "SELECT COUNT(DISTINCT enrollment) FROM access_grants") ==
+          3);
+    CHECK(unguarded.stats().unkeyed == 3);
+    std::error_code ec;
+    CHECK(service.inbox.size(ec) == 0);
+}

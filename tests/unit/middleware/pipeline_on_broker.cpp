@@ -480,3 +480,79 @@ TEST_CASE("a message waiting in a retry queue survives a consumer restart, and d
         letterbox::topology::async_declare_all(t2, changed.queues(), h);
     }) == errc::precondition_failed);
 }
+
+namespace {
+
+// A foreign publisher (the seeds' Node.js sendToQueue, aio-pika's Message): no message-id, so
+// each of its messages carries the nil id. It publishes on a raw channel of the model, which
+// assigns nothing.
+void publish_without_id(world& w, const std::string& queue, std::string body) {
+    auto conn = w.broker.connect("foreign-publisher");
+    auto ch = conn.open_channel();
+    letterbox::message m;
+    m.routing_key = queue;
+    m.body = std::move(body);
+    REQUIRE_FALSE(ch.basic_publish(std::move(m)));
+    conn.close();
+}
+
+} // namespace
+
+TEST_CASE("messages without a message id are dead-lettered with the reason "
+          "missing-idempotency-key, each of them, and the others are handled",
+          "[middleware][idempotent][poison]") {
+    world w;
+    letterbox::in_memory_transport t(w.broker, "billing");
+    const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {1s}};
+    w.declare(t, topo);
+    letterbox::in_memory_inbox_store inbox;
+    std::map<std::string, int> effects;
+    auto effect = [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+        u.on_commit([&effects, body = m.body] { ++effects[body]; });
+    };
+    auto pipeline = mw::compose(
+        letterbox::idempotent(
+            effect, inbox, [] { return letterbox::in_memory_unit_of_work{}; }, "billing", w.clock),
+        mw::dead_letter({}, w.clock), mw::redelivery(retry::fixed(1s, 3), topo, w.clock),
+        mw::retry(retry::immediate(3)));
+    letterbox::consumer c(t, pipeline, w.clock, {.consume = {.queue = "billing"}});
+    w.start(c);
+    publish_without_id(w, "billing", "order-1");
+    w.publish(t, "billing", "order-2");
+    publish_without_id(w, "billing", "order-3");
+    REQUIRE(w.drive_until([&] { return c.stats().acked == 1 && c.stats().dead_lettered == 2; }));
+    CHECK(c.stats().delivered == 3); // refused at once: no retry, no redelivery
+    CHECK(effects == std::map<std::string, int>{{"order-2", 1}});
+    const auto dead = drain(w, "billing.dlq");
+    REQUIRE(dead.size() == 2);
+    for (const auto& m : dead) {
+        CHECK(m.headers.get<std::string>(headers::death_reason) == "missing-idempotency-key");
+        CHECK(m.headers.find(headers::attempts)->as_integer() == 1);
+    }
+    CHECK(dead[0].body == "order-1");
+    CHECK(dead[1].body == "order-3");
+}
+
+TEST_CASE("a consumer that requeues failures still rejects a permanent one, so it cannot loop",
+          "[middleware][idempotent][poison]") {
+    world w;
+    letterbox::in_memory_transport t(w.broker, "billing");
+    const letterbox::topology::retry_topology topo{
+        .queue = "billing", .rejects = letterbox::topology::rejects_go_to::dead_letter_queue};
+    w.declare(t, topo);
+    letterbox::in_memory_inbox_store inbox;
+    int runs = 0;
+    auto h = letterbox::idempotent(
+        [&](const letterbox::message&, letterbox::in_memory_unit_of_work&) { ++runs; }, inbox,
+        [] { return letterbox::in_memory_unit_of_work{}; }, "billing", w.clock);
+    letterbox::consumer c(
+        t, h, w.clock,
+        {.consume = {.queue = "billing"}, .on_failure = letterbox::failure_action::requeue});
+    w.start(c);
+    publish_without_id(w, "billing", "order-1");
+    REQUIRE(w.drive_until([&] { return w.ready("billing.dlq") == 1; }));
+    CHECK(c.stats().delivered == 1);
+    CHECK(c.stats().failed == 1);
+    CHECK(runs == 0);
+    CHECK(w.ready("billing") == 0);
+}

@@ -28,6 +28,16 @@ inline std::string demangle(const char* name) {
     return status == 0 && text ? std::string(text.get()) : std::string(name);
 }
 
+/// Marks `f` permanent, with its reason, when its error names a reason of its own
+/// (`intrinsic_death_reason`): no layer retries it, and the dead-letter layer records why.
+inline handler_failure with_intrinsic_reason(handler_failure f) {
+    if (const auto reason = intrinsic_death_reason(f.error); !reason.empty()) {
+        f.permanent = true;
+        f.reason = std::string(reason);
+    }
+    return f;
+}
+
 /// The failure that the exception being handled (inside a `catch`) describes.
 inline handler_failure current_failure() {
     handler_failure f;
@@ -45,14 +55,14 @@ inline handler_failure current_failure() {
         const std::type_info* t = abi::__cxa_current_exception_type();
         f.exception_type = t ? demangle(t->name()) : std::string("unknown");
     }
-    return f;
+    return with_intrinsic_reason(std::move(f));
 }
 
 inline handler_failure failure_of(std::error_code ec) {
     handler_failure f;
     f.error = ec;
     f.exception_message = ec.message();
-    return f;
+    return with_intrinsic_reason(std::move(f));
 }
 
 /// Runs `h` once for `x`: a delivery handler as it is, a plain handler on the message, with
