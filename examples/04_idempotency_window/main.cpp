@@ -14,6 +14,10 @@
 //      redeliver a message after its record is gone (DESIGN §3.8).
 //   2. The same key published twice, then again 29 s later: one charge. Published again after
 //      the window (t = 32 s): charged a second time, and a new window starts.
+//   2b. The seed's own shape: the key is a field of the JSON body, and the client sets no
+//      message id (as Node.js sendToQueue does). The consumer takes its key from the body
+//      (`with_key(idempotency_key::by_json_field(...))`); a request without a key is refused
+//      and dead-lettered with the reason missing-idempotency-key, never merged with another.
 //   3. The cost: the same consumer with and without the inbox, on many messages, in real time.
 //      The seed's bar is a throughput drop of at most 5%; the example prints the measured
 //      ratio and checks only a generous bound, since a loaded 2-core machine is noisy.
@@ -357,6 +361,62 @@ int main() {
     if (charge_once.stats().duplicates != 3 || book.charged_cents[7] != 2 * 2599)
         return fail("counts");
 
+    // --- 2b. The seed's shape: the key in the body, no message id ------------------------------
+    std::printf("2b. the key in the body, from a client that sets no message id\n");
+    //[key_in_body
+    auto charge_by_body_key =
+        idempotent(
+            charge, inbox, [] { return in_memory_unit_of_work{}; }, "payments-v2", w.clock)
+            .with_retention(window)
+            .with_key(idempotency_key::by_json_field("/idempotency_key"));
+    // A request without a key is refused (the default) and dead-lettered with the reason
+    // missing-idempotency-key: never charged, never taken for a duplicate of another.
+    const topology::retry_topology topo_v2{.queue = "payments.v2", .delays = {5s}};
+    auto pipeline_v2 = middleware::compose(
+        charge_by_body_key, middleware::dead_letter({.consumer_id = "payments-v2"}, w.clock),
+        middleware::redelivery(retry::fixed(5s, 3), topo_v2, w.clock));
+    //]
+    if (w.await([&](auto h) { topology::async_declare_all(w.transport, topo_v2.queues(), h); }))
+        return fail("declare v2");
+    consumer payments_v2(w.transport, pipeline_v2, w.clock, {.consume = {.queue = "payments.v2"}});
+    if (!w.start(payments_v2))
+        return fail("start the v2 consumer");
+    // What the seed's Node.js client sends: sendToQueue with a JSON body, no message-id. The
+    // model's raw channel plays that client (letterbox's own publishers always set an id).
+    auto client = w.broker.connect("node-client");
+    auto channel = client.open_channel();
+    auto send_raw = [&](std::string body) {
+        message m;
+        m.routing_key = "payments.v2";
+        m.body = std::move(body);
+        m.properties.content_type = "application/json";
+        return !channel.basic_publish(std::move(m));
+    };
+    const auto charges_before = book.charges;
+    if (!send_raw(R"({"idempotency_key": "pay-8", "order": 8, "cents": 1200})") ||
+        !send_raw(R"({"idempotency_key": "pay-8", "order": 8, "cents": 1200})") ||
+        !send_raw(R"({"order": 9, "cents": 700})"))
+        return fail("publish without a message id");
+    if (!w.drive_until([&] {
+            return payments_v2.stats().acked == 2 && payments_v2.stats().dead_lettered == 1;
+        }))
+        return fail("the v2 consumer did not settle its three requests");
+    const auto v2 = charge_by_body_key.stats();
+    std::printf("   two requests with idempotency_key pay-8: charged %llu time, %llu duplicate\n",
+                static_cast<unsigned long long>(book.charges - charges_before),
+                static_cast<unsigned long long>(v2.duplicates));
+    auto operator_connection = w.broker.connect("operator");
+    auto dead = operator_connection.open_channel();
+    std::error_code get_ec;
+    const auto refused = dead.basic_get(topo_v2.dead_letter_queue_name(), get_ec, true);
+    if (get_ec || !refused)
+        return fail("the request without a key is not in the dead-letter queue");
+    std::printf(
+        "   a request without a key: refused, dead-lettered with reason %s\n",
+        refused->msg->headers.get<std::string>(headers::death_reason).value_or("?").c_str());
+    if (book.charges - charges_before != 1 || v2.duplicates != 1 || v2.refused != 1)
+        return fail("v2 counts");
+
     // --- 3. The cost of deduplication -----------------------------------------------------------
     std::printf("3. throughput with and without the inbox (real time, best of 3 rounds)\n");
     const auto dir = std::filesystem::temp_directory_path() /
@@ -408,6 +468,9 @@ int main() {
 //   after the window: processed again \(charges=2\), then deduplicated again
 //   records purged so far: 1
 //   charged for order 7: 5198 cents
+//   2b\. the key in the body, from a client that sets no message id
+//   two requests with idempotency_key pay-8: charged 1 time, 1 duplicate
+//   a request without a key: refused, dead-lettered with reason missing-idempotency-key
 //   3\. throughput with and without the inbox
 //   in-memory-effect +[0-9]+ messages: without +[0-9]+ msg/s, with +[0-9]+ msg/s: ratio [0-9.]+
 //   dedup-throughput store=in-memory-effect messages=[0-9]+ without=[0-9]+ with=[0-9]+ ratio=

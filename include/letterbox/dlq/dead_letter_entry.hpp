@@ -33,8 +33,19 @@ namespace letterbox::dlq {
 struct dead_letter_entry {
     /// The whole message, as it sits in the dead-letter queue (headers and body included).
     message msg{};
-    /// `msg.id` as text (canonical lower-case UUID) and `msg.type`.
+    /// `msg.id` as text (canonical lower-case UUID); empty when the message has no id (the nil
+    /// id: its publisher set no AMQP `message-id`). Copies of one message share it.
     std::string id{};
+    /// Names this one entry of its queue, for the operations that act on a single entry (show,
+    /// replay or purge one; the dashboard's buttons), whether or not the message has an id:
+    /// `content-` and 32 hex digits of a digest of the message's content (its id, type,
+    /// properties, headers and body), and, for the n-th of several identical copies in the
+    /// queue, `-n`. It stays the same from one browse to the next while the queue holds the
+    /// entry (a quorum queue's `x-delivery-count` is left out of the digest). Dead-letter
+    /// operations number identical copies in queue order; `from` cannot (it sees one message)
+    /// and gives the number-less form.
+    std::string handle{};
+    /// `msg.type`.
     std::string type{};
     std::string reason{};
     std::string exception_type{};
@@ -56,12 +67,13 @@ struct dead_letter_entry {
 
     /// One JSON object for tools, the CLI and the HTTP endpoint:
     ///
-    ///     {"id", "type", "reason", "exception": {"type", "message"}, "attempts",
+    ///     {"id", "handle", "type", "reason", "exception": {"type", "message"}, "attempts",
     ///      "first_failure_time", "last_failure_time", "dead_lettered_time",
     ///      "original_exchange", "original_routing_key", "original_queue", "consumer_id",
     ///      "replay_count", "headers", "content_type", "body", "body_encoding"}
     ///
-    /// Times are RFC 3339 UTC text or null; `headers` is the field table's JSON form
+    /// `id` is null for a message without an id. Times are RFC 3339 UTC text or null; `headers` is
+    /// the field table's JSON form
     /// (`letterbox::to_json`); `content_type` is null when the message has none. The body is a
     /// string with `"body_encoding": "utf-8"` when it is text (well-formed UTF-8 without
     /// control characters other than tab, CR and LF: JSON bodies are), else base64 with

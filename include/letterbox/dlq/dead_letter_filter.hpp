@@ -25,7 +25,10 @@ namespace letterbox::dlq {
 ///   equals `value`: strings as they are, integers in decimal, booleans as `true`/`false`,
 ///   floating-point numbers as JSON writes them; tables, arrays and the other types never
 ///   match;
-/// - `ids`: the message id is one of these (UUID text, compared case-insensitively).
+/// - `ids`: the entry is named by one of these: a message id (UUID text, compared
+///   case-insensitively) names every copy of that message; a handle (`content-...`, see
+///   `dead_letter_entry::handle`) names exactly one entry. The nil id is refused: it names no
+///   message, only the absence of one.
 ///
 /// Example:
 ///
@@ -66,8 +69,8 @@ struct dead_letter_filter {
     /// A member that is `null` is absent. Header values may be strings, numbers or booleans
     /// (compared as text, see above). Throws `letterbox::error` with `errc::invalid_argument`
     /// and a message naming the offending member for anything else: an unknown member, a
-    /// member of the wrong type, a time that is not RFC 3339 UTC, an id that is not a UUID,
-    /// or `since` later than `until`.
+    /// member of the wrong type, a time that is not RFC 3339 UTC, an id that is neither a
+    /// UUID nor a handle, the nil UUID, or `since` later than `until`.
     static dead_letter_filter from_json(const nlohmann::json& j);
 };
 

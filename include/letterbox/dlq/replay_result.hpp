@@ -12,8 +12,10 @@ namespace letterbox::dlq {
 struct replay_result {
     /// Why one message could not be replayed; it stayed in the dead-letter queue.
     struct failure {
-        /// The message id (text).
+        /// The message id (text); empty for a message without one.
         std::string id{};
+        /// The entry's handle (`dead_letter_entry::handle`).
+        std::string handle{};
         /// The publish's error (`errc::no_route`, `errc::publish_nacked`, `errc::not_found`,
         /// ...), or `errc::invalid_argument` when the entry names no original destination.
         std::error_code error{};

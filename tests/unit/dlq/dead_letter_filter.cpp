@@ -199,7 +199,7 @@ TEST_CASE("from_json refuses bad input with errors that name the member", "[dlq]
     CHECK_THAT(from_json_error(json::parse(R"({"ids": [1]})")),
                Catch::Contains("\"ids\" must hold strings"));
     CHECK_THAT(from_json_error(json::parse(R"({"ids": ["not-a-uuid"]})")),
-               Catch::Contains("\"not-a-uuid\", which is not a message id"));
+               Catch::Contains("\"not-a-uuid\", which is neither a message id"));
     for (const auto& text : {from_json_error(json::parse(R"({"reason": 5})")),
                              from_json_error(json::parse(R"({"x": 1})"))})
         CHECK_THAT(text, Catch::StartsWith("dead_letter_filter: "));

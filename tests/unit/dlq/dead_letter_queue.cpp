@@ -28,6 +28,7 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -640,4 +641,145 @@ TEST_CASE("docs: a filter from an HTTP request's JSON, browsed one page at a tim
     REQUIRE(answer->size() == 1);
     CHECK(answer->at(0).at("id") == letterbox::to_string(w.ids[2]));
     CHECK_THROWS_AS(list_dead_letters(w.dlq, R"({"colour": "red"})", 0, {}), letterbox::error);
+}
+
+// ---- entries without a message id ------------------------------------------------------------
+
+namespace {
+
+/// A DLQ holding ten messages of a foreign publisher that set no message-id (the nil id), in
+/// this order: bodies o0..o6 dead-lettered by the broker, then three identical copies of one
+/// more ("same"), put into the DLQ on the default exchange.
+struct id_less : world {
+    dlq_type dlq{transport, dlq_name};
+
+    void publish_raw(letterbox::message m) {
+        auto conn = broker.connect("foreign-publisher");
+        auto ch = conn.open_channel();
+        REQUIRE_FALSE(ch.basic_publish(std::move(m)));
+        conn.close();
+    }
+
+    id_less() {
+        for (int i = 0; i < 7; ++i) {
+            letterbox::message m;
+            m.exchange = work_exchange;
+            m.routing_key = work_key;
+            m.body = "o" + std::to_string(i);
+            publish_raw(std::move(m));
+            auto got = await2<std::optional<letterbox::delivery>>(
+                [&](auto h) { transport.async_get(work_queue, h); });
+            REQUIRE(got.second);
+            REQUIRE(got.second->msg.id.is_nil());
+            REQUIRE_FALSE(await([&](auto h) { transport.async_reject(*got.second, false, h); }));
+        }
+        for (int i = 0; i < 3; ++i) {
+            letterbox::message m;
+            m.routing_key = dlq_name;
+            m.body = "same";
+            publish_raw(std::move(m));
+        }
+        REQUIRE(drive_until([&] { return ready(dlq_name) == 10; }));
+    }
+
+    std::vector<dead_letter_entry> browse() {
+        auto [ec, entries] =
+            await2<std::vector<dead_letter_entry>>([&](auto h) { dlq.async_browse({}, {}, h); });
+        REQUIRE_FALSE(ec);
+        return entries;
+    }
+    static dead_letter_filter one(const std::string& handle) {
+        return dead_letter_filter::from_json({{"ids", {handle}}});
+    }
+    std::vector<std::string> bodies() {
+        std::vector<std::string> out;
+        for (const auto& e : browse())
+            out.push_back(e.msg.body);
+        return out;
+    }
+};
+
+} // namespace
+
+TEST_CASE("entries without a message id have no id and a handle each, stable from one browse "
+          "to the next",
+          "[dlq][handle]") {
+    id_less w;
+    const auto first = w.browse();
+    REQUIRE(first.size() == 10);
+    std::set<std::string> handles;
+    for (const auto& e : first) {
+        CHECK(e.id.empty());
+        CHECK(e.to_json()["id"].is_null());
+        CHECK(e.to_json()["handle"] == e.handle);
+        CHECK(e.handle.starts_with("content-"));
+        handles.insert(e.handle);
+    }
+    CHECK(handles.size() == 10); // identical copies are numbered
+    CHECK(first[7].handle.size() == 40);
+    CHECK(first[8].handle == first[7].handle + "-2");
+    CHECK(first[9].handle == first[7].handle + "-3");
+    const auto second = w.browse();
+    REQUIRE(second.size() == 10);
+    for (std::size_t i = 0; i < 10; ++i)
+        CHECK(second[i].handle == first[i].handle);
+}
+
+TEST_CASE("purging one entry without a message id by its handle removes that one message",
+          "[dlq][handle]") {
+    id_less w;
+    const auto entries = w.browse();
+    auto [ec, removed] = w.await2<std::size_t>(
+        [&](auto h) { w.dlq.async_purge(id_less::one(entries[3].handle), h); });
+    REQUIRE_FALSE(ec);
+    CHECK(removed == 1);
+    CHECK(w.ready(dlq_name) == 9);
+    CHECK(w.bodies() ==
+          std::vector<std::string>{"o0", "o1", "o2", "o4", "o5", "o6", "same", "same", "same"});
+
+    // One of three identical copies: one goes, and the two left are numbered 1 and 2 again.
+    auto [ec2, removed2] = w.await2<std::size_t>(
+        [&](auto h) { w.dlq.async_purge(id_less::one(entries[9].handle), h); });
+    REQUIRE_FALSE(ec2);
+    CHECK(removed2 == 1);
+    const auto after = w.browse();
+    REQUIRE(after.size() == 8);
+    CHECK(after[6].handle == entries[7].handle);
+    CHECK(after[7].handle == entries[8].handle);
+}
+
+TEST_CASE("replaying one entry without a message id by its handle replays that one message",
+          "[dlq][handle]") {
+    id_less w;
+    const auto entries = w.browse();
+    auto [ec, r] = w.await2<replay_result>(
+        [&](auto h) { w.dlq.async_replay(id_less::one(entries[5].handle), h); });
+    REQUIRE_FALSE(ec);
+    CHECK(r.replayed == 1);
+    CHECK(r.skipped == 9);
+    CHECK(w.ready(dlq_name) == 9);
+    const auto back = w.drain(work_queue);
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].body == "o5");
+}
+
+TEST_CASE("a filter refuses the nil id, which would select every entry without an id",
+          "[dlq][handle]") {
+    try {
+        (void)dead_letter_filter::from_json({{"ids", {"00000000-0000-0000-0000-000000000000"}}});
+        FAIL("the nil id was accepted");
+    } catch (const letterbox::error& e) {
+        CHECK(e.code() == errc::invalid_argument);
+        CHECK_THAT(e.what(), Catch::Contains("handle"));
+    }
+    for (const char* bad : {"content-", "content-0123", "content-0123456789abcdef0123456789ABCDEF",
+                            "content-0123456789abcdef0123456789abcdef-1",
+                            "content-0123456789abcdef0123456789abcdef-02",
+                            "content-0123456789abcdef0123456789abcdef-x"}) {
+        INFO(bad);
+        CHECK_THROWS_AS(dead_letter_filter::from_json({{"ids", {bad}}}), letterbox::error);
+    }
+    const auto f =
+        dead_letter_filter::from_json({{"ids", {"content-0123456789abcdef0123456789abcdef-12"}}});
+    CHECK(f.has_criterion());
 }

@@ -7,6 +7,7 @@
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/dlq/dead_letter_filter.hpp>
 #include <letterbox/dlq/dead_letter_queue_options.hpp>
+#include <letterbox/dlq/detail/entry_handle.hpp>
 #include <letterbox/dlq/detail/replay_message.hpp>
 #include <letterbox/dlq/page.hpp>
 #include <letterbox/dlq/replay_result.hpp>
@@ -122,6 +123,10 @@ private:
 
     void handle(delivery d) {
         auto entry = dead_letter_entry::from(d.msg);
+        // Every scan fetches from the head in queue order, so the n-th copy of identical
+        // content gets the same number in each: the handle a browse showed names the same
+        // entry in the purge or replay that follows.
+        entry.handle = handles_.next(std::move(entry.handle));
         const bool match = filter_.matches(entry);
         switch (kind_) {
         case scan_kind::browse:
@@ -185,7 +190,7 @@ private:
     void replay(delivery d, dead_letter_entry entry) {
         if (entry.original_exchange.empty() && entry.original_routing_key.empty()) {
             // Nowhere to send it: the default exchange has no queue named "".
-            fail(entry.id, make_error_code(errc::invalid_argument));
+            fail(entry, make_error_code(errc::invalid_argument));
             held_.push_back(std::move(d));
             return next();
         }
@@ -201,7 +206,7 @@ private:
     void on_republished(std::error_code ec) {
         if (ec) {
             // Not republished (or not known to be): the original stays, and goes back.
-            fail(current_entry_.id, ec);
+            fail(current_entry_, ec);
             held_.push_back(std::move(*current_));
             current_.reset();
             if (letterbox::is_transport_failure(ec)) {
@@ -228,7 +233,7 @@ private:
         if (ec) {
             // The copy is out but the original was not removed: it is back in the queue (its
             // channel is gone), a duplicate for the consumer's inbox to absorb.
-            fail(current_entry_.id, ec);
+            fail(current_entry_, ec);
             error_ = ec;
             return release();
         }
@@ -236,9 +241,9 @@ private:
         next();
     }
 
-    void fail(const std::string& id, std::error_code ec) {
+    void fail(const dead_letter_entry& entry, std::error_code ec) {
         ++result_.replay.failed;
-        result_.replay.failures.push_back({id, ec});
+        result_.replay.failures.push_back({entry.id, entry.handle, ec});
     }
 
     // -- ending --------------------------------------------------------------------------------
@@ -282,6 +287,7 @@ private:
     std::size_t fetched_ = 0;
     std::size_t matched_ = 0;
     bool enough_ = false;
+    handle_numbering handles_{};
     std::vector<delivery> held_{};
     std::optional<delivery> current_{};
     dead_letter_entry current_entry_{};

@@ -3,6 +3,7 @@
 
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
+#include <letterbox/dlq/detail/entry_handle.hpp>
 #include <letterbox/dlq/detail/text.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/headers.hpp>
@@ -92,7 +93,9 @@ inline dead_letter_entry dead_letter_entry::from(const message& m) {
     const auto& hs = m.headers;
     dead_letter_entry e;
     e.msg = m;
-    e.id = letterbox::to_string(m.id);
+    if (!m.id.is_nil())
+        e.id = letterbox::to_string(m.id);
+    e.handle = detail::content_handle(m);
     e.type = m.type;
     const auto deaths = detail::x_death_entries(hs);
 
@@ -149,7 +152,11 @@ inline dead_letter_entry dead_letter_entry::from(const message& m) {
 
 inline nlohmann::json dead_letter_entry::to_json() const {
     nlohmann::json j = nlohmann::json::object();
-    j["id"] = id;
+    if (id.empty())
+        j["id"] = nullptr;
+    else
+        j["id"] = id;
+    j["handle"] = handle;
     j["type"] = type;
     j["reason"] = reason;
     j["exception"] = {{"type", exception_type}, {"message", exception_message}};

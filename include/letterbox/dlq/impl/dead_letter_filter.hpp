@@ -4,6 +4,7 @@
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/dlq/dead_letter_filter.hpp>
+#include <letterbox/dlq/detail/entry_handle.hpp>
 #include <letterbox/dlq/detail/text.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
@@ -67,11 +68,32 @@ inline std::string filter_header_value(const std::string& name, const nlohmann::
                "\" must have a string, number or boolean value, not " + json_type(v));
 }
 
+// A handle names one entry; a message id every copy of a message that has one (never the
+// id-less ones, whatever the nil id's text says).
 inline bool same_id(const std::string& wanted, const dead_letter_entry& e) {
+    if (wanted.starts_with(handle_prefix))
+        return wanted == e.handle;
+    if (e.msg.id.is_nil())
+        return false;
     if (wanted == e.id)
         return true;
     const auto parsed = parse_message_id(wanted);
     return parsed && *parsed == e.msg.id;
+}
+
+/// The canonical form of an id criterion: a handle as it is, a message id in canonical text.
+inline std::string filter_id(const std::string& text) {
+    if (is_handle(text))
+        return text;
+    const auto parsed = parse_message_id(text);
+    if (!parsed)
+        bad_filter("\"ids\" holds \"" + to_valid_utf8(text) +
+                   "\", which is neither a message id (a UUID) nor an entry's handle "
+                   "(content-<32 hex digits>, as listed)");
+    if (parsed->is_nil())
+        bad_filter("\"ids\" holds the nil id, which every message without a message id "
+                   "carries: name such an entry by its handle (content-..., as listed)");
+    return letterbox::to_string(*parsed);
 }
 
 } // namespace detail
@@ -140,12 +162,7 @@ inline dead_letter_filter dead_letter_filter::from_json(const nlohmann::json& j)
             for (const auto& id : value) {
                 if (!id.is_string())
                     detail::bad_filter("\"ids\" must hold strings, not " + detail::json_type(id));
-                const auto parsed = parse_message_id(id.get_ref<const std::string&>());
-                if (!parsed)
-                    detail::bad_filter("\"ids\" holds \"" +
-                                       detail::to_valid_utf8(id.get_ref<const std::string&>()) +
-                                       "\", which is not a message id (a UUID)");
-                f.ids.push_back(letterbox::to_string(*parsed));
+                f.ids.push_back(detail::filter_id(id.get_ref<const std::string&>()));
             }
         } else {
             detail::bad_filter("unknown member \"" + detail::to_valid_utf8(key) +
