@@ -10,6 +10,7 @@
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/database_options.hpp>
 #include <letterbox/sqlite/inbox_store.hpp>
+#include <letterbox/sqlite/outbox_row_error.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
 #include <letterbox/sqlite/schema.hpp>
 #include <letterbox/sqlite/statement.hpp>

@@ -3,9 +3,11 @@
 // transport on a virtual clock: what an application that embeds the CLI with its own transport
 // does (docs/cli.md).
 
+#include "broker_connection.hpp"
 #include "dlq_command.hpp"
 #include "topology_command.hpp"
 
+#include <letterbox/testing/temp_directory.hpp>
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 
 #include "unit/dlq/dlq_world.hpp"
@@ -15,10 +17,15 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cctype>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -138,7 +145,16 @@ TEST_CASE("the dlq command line is checked before anything runs", "[cli]") {
     CHECK(a.filter.ids == std::vector<std::string>{"0b6f1c2e-0000-4000-8000-000000000001"});
     CHECK(a.page.limit == 5);
     CHECK(cli::parse_age("older-than", "7d") == std::chrono::hours{24 * 7});
-    CHECK(cli::redact_url_text("amqp://u:p%40ss@h:5672/v") == "amqp://u:***@h:5672/v");
+    CHECK(cli::redact_secrets("bad broker URL amqp://u:p%40ss@h:5672/v: why") ==
+          "bad broker URL amqp://u:***@h:5672/v: why");
+    // Quoted input is one unit, spaces and all; an unquoted URL runs on to its '@'.
+    CHECK(
+        cli::redact_secrets("unexpected argument 'amqp://u:p a s s@h/' for `letterbox dlq list`") ==
+        "unexpected argument 'amqp://u:***@h/' for `letterbox dlq list`");
+    CHECK(cli::redact_secrets("see amqp://u:p a s s@h/ now") == "see amqp://u:***@h/ now");
+    CHECK(cli::redact_secrets("got 'ops:s3 cret@h'") == "got 'ops:***@h'");
+    CHECK(cli::redact_secrets("plain words, no URL: 'x' and `y`") ==
+          "plain words, no URL: 'x' and `y`");
 }
 
 TEST_CASE("run_topology declares a topology file's entities over the in-memory transport",
@@ -171,4 +187,159 @@ TEST_CASE("run_topology declares a topology file's entities over the in-memory t
                       Catch::Contains("queues[0].dead_letter_exchange"));
     CHECK_THROWS_WITH(cli::parse_topology(nlohmann::json::parse(R"({"queues": [{"name": 3}]})")),
                       Catch::Contains("queues[0].name: must be a string"));
+}
+
+TEST_CASE("dlq purge and replay refuse a filter that has no criterion unless --all is given",
+          "[cli]") {
+    using strings = std::vector<std::string>;
+    for (const std::string command : {"purge", "replay"})
+        for (const std::string filter :
+             {"{}", R"({"ids":[]})", R"({"reason":null})", R"({"headers":{}})",
+              R"({"ids":null,"since":null,"headers":{}})"}) {
+            CAPTURE(command, filter);
+            CHECK_THROWS_WITH(cli::parse_dlq_arguments(strings{command, "q", "--filter", filter}),
+                              Catch::Contains("or --all"));
+            const auto all =
+                cli::parse_dlq_arguments(strings{command, "q", "--filter", filter, "--all"});
+            CHECK_FALSE(all.filtered);
+            CHECK(all.all);
+        }
+    const auto some =
+        cli::parse_dlq_arguments(strings{"purge", "q", "--filter", R"({"ids":[],"reason":"x"})"});
+    CHECK(some.filtered);
+    CHECK(some.filter.reason == "x");
+
+    // Run on a queue: the refused purge never reached it.
+    embedded w;
+    CHECK_THROWS_AS(w.dlq({"purge", dlq_name, "--filter", R"({"ids":[]})"}), cli::usage_failure);
+    CHECK(w.ready(dlq_name) == 3);
+    const auto one = w.dlq({"purge", dlq_name, "--filter",
+                            R"({"ids":[")" + letterbox::to_string(w.rejected) + R"("]})"});
+    CHECK(one.status == cli::ok);
+    CHECK(w.ready(dlq_name) == 2);
+}
+
+TEST_CASE("dlq show selects its message through the same filter as --id", "[cli]") {
+    embedded w;
+    const auto id = letterbox::to_string(w.rejected);
+    std::string upper = id;
+    for (auto& c : upper)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const auto shown = w.dlq({"show", dlq_name, upper, "--json"});
+    REQUIRE(shown.status == cli::ok);
+    CHECK(nlohmann::json::parse(shown.out).at("id") == id);
+}
+
+TEST_CASE("a topology file nested 30,000 levels deep is a usage error naming the depth and the "
+          "limit",
+          "[cli]") {
+    constexpr std::size_t levels = 30'000;
+    std::string deep = R"({"exchanges": [{"name": "x", "arguments": {"a": )";
+    deep += std::string(levels, '[') + std::string(levels, ']') + "}}]}";
+    try {
+        (void)cli::parse_topology_text(deep, "deep.json");
+        FAIL("accepted");
+    } catch (const cli::usage_failure& e) {
+        const std::string message = e.what();
+        CHECK_THAT(message, Catch::StartsWith("topology file: exchanges[0].arguments.a[0][0]"));
+        CHECK_THAT(message, Catch::Contains("deeper than 32 levels"));
+        CHECK(message.size() < 400); // the path stops at the limit
+    }
+    // Tables nest the same way; the limit is the AMQP codec's, counted from the arguments.
+    const auto tables = [](std::size_t n) {
+        std::string t = R"({"queues": [{"name": "q", "arguments": )";
+        for (std::size_t i = 0; i < n; ++i)
+            t += R"({"t": )";
+        t += "1";
+        t += std::string(n, '}') + "}]}";
+        return t;
+    };
+    CHECK_NOTHROW(cli::parse_topology_text(tables(32), "ok.json")); // arguments is one
+    std::string path = "queues[0].arguments";
+    for (int i = 0; i < 32; ++i)
+        path += ".t";
+    CHECK_THROWS_WITH(cli::parse_topology_text(tables(33), "deep.json"),
+                      Catch::Equals("topology file: " + path +
+                                    ": nests tables and arrays deeper than 32 levels, the limit "
+                                    "of an AMQP field table"));
+    const std::string arrays_ok = R"({"exchanges": [{"name": "x", "arguments": {"a": )" +
+                                  std::string(31, '[') + std::string(31, ']') + "}}]}";
+    CHECK_NOTHROW(cli::parse_topology_text(arrays_ok, "ok.json"));
+}
+
+TEST_CASE("a topology file with a number out of range is a usage error", "[cli]") {
+    // Found by topology_file_fuzzer: nlohmann::json throws out_of_range, not parse_error, for
+    // it, and the tool reported an internal error.
+    CHECK_THROWS_WITH(
+        cli::parse_topology_text(R"({"exchanges": [{"name": "x", "arguments": {"n": 1e999}}]})",
+                                 "big.json"),
+        Catch::Equals(
+            "topology file 'big.json' is not valid JSON: it holds a number out of range"));
+}
+
+TEST_CASE("text output escapes control characters, ANSI sequences and invalid UTF-8", "[cli]") {
+    CHECK(cli::printable("plain text, caf\xc3\xa9") == "plain text, caf\xc3\xa9");
+    CHECK(cli::printable("boom\npending: 0") == "boom\\npending: 0");
+    CHECK(cli::printable("\x1b[2J\x1b[1;1Hpending: 0\r") == "\\x1b[2J\\x1b[1;1Hpending: 0\\r");
+    CHECK(cli::printable("\xc2\x9b"
+                         "31m") == "\\u{009b}31m"); // C1 CSI
+    CHECK(cli::printable("a\xe2\x80\xae"
+                         "b") == "a\\u{202e}b"); // right-to-left override
+    CHECK(cli::printable("bad \xff\xc3(") == "bad \\xff\\xc3(");
+    CHECK(cli::printable("\xed\xa0\x80") == "\\xed\\xa0\\x80"); // a surrogate
+    CHECK(cli::printable("\xe0\x80\x80") == "\\xe0\\x80\\x80"); // overlong
+    CHECK(cli::printable(std::string("nul\0byte", 8)) == "nul\\x00byte");
+    CHECK(cli::printable("line 1\nline 2\t!", true) == "line 1\nline 2\t!");
+    CHECK(cli::json_text(nlohmann::json{{"s", "bad \xff"}}) == "{\"s\":\"bad \xef\xbf\xbd\"}");
+}
+
+TEST_CASE("the broker password comes from a password file or the environment, never in a "
+          "message",
+          "[cli]") {
+    letterbox::testing::temp_directory dir;
+    const auto file = (dir.path() / "password").string();
+    std::ofstream(file) << "fr0m-f1le\n";
+    std::map<std::string, std::string> vars;
+    const cli::environment env = [&vars](std::string_view name) -> std::optional<std::string> {
+        const auto it = vars.find(std::string(name));
+        if (it == vars.end())
+            return std::nullopt;
+        return it->second;
+    };
+    const std::optional<std::string> none;
+    const std::optional<std::string> url = "amqp://ops:in-url@127.0.0.1:5999/";
+
+    CHECK(cli::broker_url(url, none, env).password == "in-url");
+    CHECK(cli::broker_url(url, file, env).password == "fr0m-f1le");
+    vars["LETTERBOX_AMQP_PASSWORD"] = "fr0m-env";
+    CHECK(cli::broker_url(url, none, env).password == "fr0m-env");
+    CHECK(cli::broker_url(url, file, env).password == "fr0m-f1le"); // the file wins
+    vars["LETTERBOX_AMQP_URL"] = "amqp://ops@127.0.0.1:5998/";
+    const auto from_env = cli::broker_url(none, none, env);
+    CHECK(from_env.port == 5998);
+    CHECK(from_env.user == "ops");
+    CHECK(from_env.password == "fr0m-env");
+    CHECK(from_env.redacted() == "amqp://ops:***@127.0.0.1:5998/%2F");
+
+    std::ofstream(file + ".crlf") << "w1th-crlf\r\n";
+    CHECK(cli::broker_url(url, file + ".crlf", env).password == "w1th-crlf");
+    std::ofstream(file + ".empty") << "\n";
+    CHECK_THROWS_WITH(cli::broker_url(url, file + ".empty", env), Catch::Contains("is empty"));
+    CHECK_THROWS_WITH(cli::broker_url(url, file + ".missing", env),
+                      Catch::Contains("cannot read the password file"));
+    std::ofstream(file + ".large") << std::string(5000, 'x');
+    CHECK_THROWS_WITH(cli::broker_url(url, file + ".large", env),
+                      Catch::Contains("larger than 4096 bytes"));
+
+    vars["LETTERBOX_AMQP_URL"] = "amqp://ops:Sup3r+ss/wd==@127.0.0.1:5999/%2F";
+    try {
+        (void)cli::broker_url(none, none, env);
+        FAIL("accepted");
+    } catch (const cli::usage_failure& e) {
+        const std::string message = e.what();
+        CHECK(message.find("Sup3r") == std::string::npos);
+        CHECK(message.find("wd==") == std::string::npos);
+        CHECK_THAT(message, Catch::Contains("amqp://ops:***@127.0.0.1:5999/%2F"));
+        CHECK_THAT(message, Catch::Contains("$LETTERBOX_AMQP_URL"));
+    }
 }

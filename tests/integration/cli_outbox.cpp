@@ -15,8 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sqlite3.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -149,4 +155,202 @@ TEST_CASE("outbox on a database file that does not exist is exit code 3", "[inte
     CHECK(r.status == 3);
     CHECK(r.err.find("check --db") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(path)); // it did not create one
+}
+
+namespace {
+
+/// A file's bytes and modification time, to show that a command changed nothing.
+struct file_state {
+    std::string bytes;
+    std::filesystem::file_time_type mtime;
+    friend bool operator==(const file_state&, const file_state&) = default;
+};
+
+file_state state_of(const std::string& path) {
+    return {read_file(path), std::filesystem::last_write_time(path)};
+}
+
+/// Runs SQL on the file with a raw SQLite connection (rows letterbox's stores would never
+/// write, another application's tables).
+void raw_sql(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+    INFO((message ? message : ""));
+    sqlite3_free(message);
+    sqlite3_close(db);
+    REQUIRE(rc == SQLITE_OK);
+}
+
+} // namespace
+
+TEST_CASE("outbox commands refuse a 0-byte file and another application's database and leave "
+          "them as they were",
+          "[integration][cli]") {
+    letterbox::testing::temp_directory dir;
+    const auto empty = (dir.path() / "empty.db").string();
+    std::ofstream(empty).close();
+    const auto foreign = (dir.path() / "crm.db").string();
+    raw_sql(foreign, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);"
+                     "INSERT INTO customers (name) VALUES ('acme')");
+    for (const auto& path : {empty, foreign}) {
+        // An hour back, so that any write would move it.
+        std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() -
+                                                   std::chrono::hours{1});
+        const auto before = state_of(path);
+        for (const auto& args : std::vector<std::vector<std::string>>{
+                 {"outbox", "status", "--db", path},
+                 {"outbox", "status", "--db", path, "--json"},
+                 {"outbox", "retry", "--db", path, "--all-parked"},
+                 {"outbox", "purge", "--db", path, "--older-than", "1d"}}) {
+            CAPTURE(path, args[1]);
+            const auto r = run_cli(args);
+            CHECK(r.status == 6);
+            CHECK(r.out.empty());
+            CHECK_THAT(r.err, Catch::Contains("is not a letterbox database"));
+            CHECK_THAT(r.err, Catch::Contains("not changed"));
+            CHECK(state_of(path) == before);
+            CHECK_FALSE(std::filesystem::exists(path + "-wal"));
+            CHECK_FALSE(std::filesystem::exists(path + "-journal"));
+        }
+    }
+}
+
+TEST_CASE("outbox status changes nothing in a letterbox database", "[integration][cli]") {
+    letterbox::testing::temp_directory dir;
+    const auto path = (dir.path() / "orders.db").string();
+    std::string parked;
+    {
+        auto db = letterbox::sqlite::database::open(path);
+        letterbox::sqlite::outbox_store store(db);
+        letterbox::outbox_entry e;
+        e.msg.id = letterbox::message_id_generator{}();
+        e.msg.type = "order.placed";
+        e.aggregate_type = "order";
+        e.aggregate_id = "1";
+        auto uow = db.begin();
+        REQUIRE_FALSE(store.add(uow, e, std::chrono::system_clock::now()));
+        REQUIRE_FALSE(uow.commit());
+        REQUIRE_FALSE(store.park(e.msg.id, "no route"));
+        parked = letterbox::to_string(e.msg.id);
+    } // closed: the WAL is checkpointed into the file and removed
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() -
+                                               std::chrono::hours{1});
+    const auto before = state_of(path);
+    const auto r = run_cli({"outbox", "status", "--db", path, "--json"});
+    CHECK(r.status == 0);
+    CHECK(nlohmann::json::parse(r.out).at("rows").at(0).at("id") == parked);
+    CHECK(state_of(path) == before);
+}
+
+TEST_CASE("outbox status escapes stored control characters and ANSI sequences, and writes "
+          "invalid UTF-8 as U+FFFD in JSON",
+          "[integration][cli]") {
+    outbox_world w;
+    const auto id = letterbox::to_string(w.parked[0]);
+    raw_sql(w.path, "UPDATE letterbox_outbox SET last_error = 'boom' || char(10) || 'pending: 0' "
+                    "|| char(10) || char(27) || '[2J' || char(27) || '[1A' || char(13), "
+                    "event_type = CAST(x'6f726465722eff' AS TEXT) || char(155) || '31m' "
+                    "WHERE message_id = '" +
+                        id + "'");
+    const auto human = run_cli({"outbox", "status", "--db", w.path});
+    REQUIRE(human.status == 0);
+    CHECK(human.out.find('\x1b') == std::string::npos);
+    CHECK(human.out.find('\r') == std::string::npos);
+    std::istringstream lines(human.out);
+    std::string line;
+    for (int n = 0; std::getline(lines, line) && n < 100; ++n)
+        CHECK(line.rfind("pending: 0", 0) == std::string::npos); // no faked line
+    CHECK_THAT(human.out, Catch::Contains("last error: boom\\npending: 0\\n\\x1b[2J\\x1b[1A\\r"));
+    CHECK_THAT(human.out, Catch::Contains("order.\\xff\\u{009b}31m"));
+
+    const auto json = run_cli({"outbox", "status", "--db", w.path, "--json"});
+    REQUIRE(json.status == 0);
+    const auto j = nlohmann::json::parse(json.out); // valid UTF-8, valid JSON
+    bool found = false;
+    for (const auto& row : j.at("rows"))
+        if (row.at("id") == id) {
+            found = true;
+            CHECK(row.at("event_type") == "order.\xef\xbf\xbd\xc2\x9b"
+                                          "31m");
+            CHECK(row.at("last_error") == "boom\npending: 0\n\x1b[2J\x1b[1A\r");
+        }
+    CHECK(found);
+}
+
+TEST_CASE("outbox status and retry --all-parked report an unreadable row and go on with the "
+          "others",
+          "[integration][cli]") {
+    outbox_world w;
+    const auto third = w.add("d");
+    REQUIRE_FALSE(w.store.park(third, "exchange orders not found"));
+    raw_sql(w.path, "UPDATE letterbox_outbox SET message_id = 'not-a-' || char(27) || "
+                    "'[2Juuid' WHERE message_id = '" +
+                        letterbox::to_string(w.parked[0]) +
+                        "'; UPDATE letterbox_outbox SET headers = x'01ff' WHERE message_id = '" +
+                        letterbox::to_string(w.parked[1]) + "'");
+
+    const auto human = run_cli({"outbox", "status", "--db", w.path});
+    CHECK(human.status == 1);
+    CHECK_THAT(human.out, Catch::Contains("parked:     3"));
+    CHECK_THAT(human.out, Catch::Contains(letterbox::to_string(third)));
+    CHECK_THAT(human.out,
+               Catch::Contains("(id \"not-a-\\x1b[2Juuid\") cannot be read: message_id is not a "
+                               "UUID"));
+    CHECK_THAT(human.out, Catch::Contains("(id \"" + letterbox::to_string(w.parked[1]) +
+                                          "\") cannot be read: headers are not letterbox's "
+                                          "encoding"));
+    CHECK_THAT(human.err, Catch::Contains("2 row(s) could not be read"));
+
+    const auto json = run_cli({"outbox", "status", "--db", w.path, "--json"});
+    CHECK(json.status == 1);
+    const auto j = nlohmann::json::parse(json.out);
+    REQUIRE(j.at("rows").size() == 1);
+    CHECK(j.at("rows")[0].at("id") == letterbox::to_string(third));
+    REQUIRE(j.at("unreadable_rows").size() == 2);
+    CHECK(j.at("unreadable_rows")[0].at("id") == "not-a-\x1b[2Juuid");
+    CHECK(j.at("unreadable_rows")[0].at("error") == "message_id is not a UUID");
+
+    const auto retry = run_cli({"outbox", "retry", "--db", w.path, "--all-parked", "--json"});
+    CHECK(retry.status == 1);
+    const auto rj = nlohmann::json::parse(retry.out);
+    CHECK(rj.at("retried") == 1);
+    CHECK(rj.at("unreadable_rows").size() == 2);
+    CHECK(w.status_of(third) == letterbox::outbox_status::pending);
+}
+
+TEST_CASE("outbox retry on a locked database is a database failure (exit code 5), not a partial "
+          "retry",
+          "[integration][cli]") {
+    outbox_world w;
+    sqlite3* holder = nullptr;
+    REQUIRE(sqlite3_open(w.path.c_str(), &holder) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+    const auto r = run_cli({"outbox", "retry", "--db", w.path, letterbox::to_string(w.parked[0]),
+                            letterbox::to_string(w.parked[1])});
+    sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(holder);
+    CHECK(r.status == 5);
+    CHECK_THAT(r.out, Catch::Contains("retried 0 rows, not tried 2"));
+    CHECK_THAT(r.err, Catch::Contains("another process holds the write lock"));
+    CHECK(w.status_of(w.parked[0]) == letterbox::outbox_status::parked);
+}
+
+TEST_CASE("outbox retry on a read-only database file is a database failure (exit code 5)",
+          "[integration][cli]") {
+    if (::geteuid() == 0) {
+        WARN("running as root, who can write any file: nothing to check here (the locked "
+             "database case covers the same path)");
+        return;
+    }
+    outbox_world w;
+    namespace fs = std::filesystem;
+    fs::permissions(w.path, fs::perms::owner_write, fs::perm_options::remove);
+    fs::permissions(w.dir.path(), fs::perms::owner_write, fs::perm_options::remove);
+    const auto r = run_cli({"outbox", "retry", "--db", w.path, "--all-parked"});
+    fs::permissions(w.dir.path(), fs::perms::owner_write, fs::perm_options::add);
+    fs::permissions(w.path, fs::perms::owner_write, fs::perm_options::add);
+    CHECK(r.status != 1);
+    CHECK((r.status == 5 || r.status == 3));
 }

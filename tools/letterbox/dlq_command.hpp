@@ -54,11 +54,13 @@ inline constexpr std::string_view dlq_usage =
     "  --reason R  --exception-type T  --message-type T\n"
     "  --since TIME  --until TIME       RFC 3339 UTC, e.g. 2026-01-31T12:00:00Z\n"
     "  --header NAME=VALUE              repeatable\n"
-    "  --id UUID                        repeatable\n"
+    "  --id ID                          a message id (UUID); repeatable\n"
     "  --filter JSON                    instead of the above, e.g. '{\"reason\":\"poison\"}'\n"
     "\n"
     "options:\n"
     "  --url URL        the broker (default: $LETTERBOX_AMQP_URL)\n"
+    "  --password-file FILE  the broker password (default: $LETTERBOX_AMQP_PASSWORD, else the\n"
+    "                   URL's); keeps it off the command line\n"
     "  --json           machine-readable output on stdout\n"
     "  --offset N --limit N   paging of list (default 0 and 100)\n"
     "  --all            replay or purge every entry (when no filter is given)\n"
@@ -70,10 +72,12 @@ struct dlq_arguments {
     /// `list`, `show`, `replay`, `purge` or `export`.
     std::string command{};
     std::string queue{};
-    /// The message id of `show`.
+    /// The message id of `show`, as given.
     std::string id{};
+    /// The filter; for `show`, the one that selects `id`.
     dlq::dead_letter_filter filter{};
-    /// Whether any filter criterion was given.
+    /// Whether the filter has a criterion (`dead_letter_filter::has_criterion`): it can select
+    /// less than the whole queue.
     bool filtered = false;
     /// `--all`: replay or purge without a filter.
     bool all = false;
@@ -81,8 +85,9 @@ struct dlq_arguments {
     bool json = false;
     /// `--output` of export; stdout when empty.
     std::string output{};
-    /// `--url`, read by the program that makes the transport.
+    /// `--url` and `--password-file`, read by the program that makes the transport.
     std::optional<std::string> url{};
+    std::optional<std::string> password_file{};
     std::chrono::milliseconds timeout{std::chrono::seconds{120}};
     /// Draw a progress bar on `err` during replay and export (when it is a terminal).
     bool progress = false;
@@ -91,8 +96,9 @@ struct dlq_arguments {
 };
 
 /// The options every command that talks to the broker accepts.
-inline constexpr std::array<option_spec, 16> dlq_options{{
+inline constexpr std::array<option_spec, 17> dlq_options{{
     {"url", true, false},
+    {"password-file", true, false},
     {"json", false, false},
     {"timeout", true, false},
     {"reason", true, false},
@@ -119,7 +125,7 @@ inline dlq_arguments parse_dlq_arguments(std::span<const std::string> args) {
     a.command = args[0];
     const std::array<std::string_view, 5> known{"list", "show", "replay", "purge", "export"};
     if (std::find(known.begin(), known.end(), a.command) == known.end())
-        throw usage_failure("unknown command 'dlq " + a.command +
+        throw usage_failure("unknown command 'dlq " + shown(a.command) +
                             "' (expected list, show, replay, purge or export)");
     const std::string name = "letterbox dlq " + a.command;
     const auto p = parse_options(args.subspan(1), dlq_options, "letterbox dlq");
@@ -130,8 +136,8 @@ inline dlq_arguments parse_dlq_arguments(std::span<const std::string> args) {
             "`" + name + "` needs " + (wanted == 2 ? "a queue and a message id" : "a queue name") +
             ": letterbox dlq " + a.command + (wanted == 2 ? " <queue> <id>" : " <queue>"));
     if (p.positionals.size() > wanted)
-        throw usage_failure("unexpected argument '" + p.positionals[wanted] + "' for `" + name +
-                            "`");
+        throw usage_failure("unexpected argument '" + shown(p.positionals[wanted]) + "' for `" +
+                            name + "`");
     a.queue = p.positionals[0];
     if (wanted == 2)
         a.id = p.positionals[1];
@@ -148,6 +154,7 @@ inline dlq_arguments parse_dlq_arguments(std::span<const std::string> args) {
     a.json = p.has("json");
     a.all = p.has("all");
     a.url = p.get("url");
+    a.password_file = p.get("password-file");
     if (const auto t = p.get("timeout"))
         a.timeout = std::chrono::seconds{parse_count("timeout", *t, 86'400)};
     if (a.timeout.count() == 0)
@@ -178,7 +185,7 @@ inline dlq_arguments parse_dlq_arguments(std::span<const std::string> args) {
     for (const auto& h : p.all("header")) {
         const auto eq = h.find('=');
         if (eq == std::string::npos || eq == 0)
-            throw usage_failure("--header must be NAME=VALUE, got '" + h + "'");
+            throw usage_failure("--header must be NAME=VALUE, got '" + shown(h) + "'");
         j["headers"][h.substr(0, eq)] = h.substr(eq + 1);
     }
     for (const auto& id : p.all("id"))
@@ -189,28 +196,41 @@ inline dlq_arguments parse_dlq_arguments(std::span<const std::string> args) {
                                 "--message-type, --since, --until, --header or --id");
         j = nlohmann::json::parse(*text, nullptr, false);
         if (j.is_discarded())
-            throw usage_failure("--filter is not valid JSON: " + *text);
+            throw usage_failure("--filter is not valid JSON: " + shown(*text));
         if (!j.is_object())
             throw usage_failure("--filter must be a JSON object, e.g. '{\"reason\":\"poison\"}'");
     }
-    a.filtered = !j.empty();
     try {
         a.filter = dlq::dead_letter_filter::from_json(j);
     } catch (const letterbox::error& e) {
         throw usage_failure(std::string("bad filter: ") + e.what());
     }
+    // What the filter selects decides, not how it was written: `{"ids": []}`, `{"reason":
+    // null}` and `{"headers": {}}` select the whole queue, as `{}` does.
+    a.filtered = a.filter.has_criterion();
     if (a.command == "show") {
-        if (!parse_message_id(a.id))
-            throw usage_failure("'" + a.id + "' is not a message id (a UUID)");
-        if (a.filtered)
+        if (!j.empty())
             throw usage_failure("`letterbox dlq show` takes a message id, not a filter");
+        // The id is checked where every filter's ids are, so that show accepts exactly what
+        // --id and the HTTP endpoint accept.
+        try {
+            a.filter = dlq::dead_letter_filter::from_json({{"ids", {a.id}}});
+        } catch (const letterbox::error& e) {
+            throw usage_failure(std::string("bad message id for `letterbox dlq show`: ") +
+                                e.what());
+        }
     }
+    const std::string empty_filter =
+        j.empty() ? std::string()
+                  : " (the filter given has no criterion, so it selects every message)";
     if (a.command == "purge" && !a.filtered && !a.all)
         throw usage_failure("`letterbox dlq purge` removes messages for good: give a filter "
-                            "(--reason, --id, ...) or --all to remove every message");
+                            "(--reason, --id, ...) or --all to remove every message" +
+                            empty_filter);
     if (a.command == "replay" && !a.filtered && !a.all)
         throw usage_failure("`letterbox dlq replay` needs a filter (--reason, --id, ...) or --all "
-                            "to replay every message");
+                            "to replay every message" +
+                            empty_filter);
     if (a.all && a.filtered)
         throw usage_failure("--all cannot be combined with a filter");
     return a;
@@ -222,7 +242,7 @@ namespace detail {
 inline int report(std::ostream& err, const dlq_arguments& a, std::string_view what,
                   std::error_code ec) {
     if (ec == letterbox::errc::not_found) {
-        err << "letterbox: queue '" << a.queue << "' does not exist on " << a.endpoint
+        err << "letterbox: queue '" << shown(a.queue) << "' does not exist on " << a.endpoint
             << "; check the queue name (the dead-letter queue of a work queue is usually "
                "<queue>.dlq)\n";
         return not_found;
@@ -238,13 +258,13 @@ inline int report(std::ostream& err, const dlq_arguments& a, std::string_view wh
             << "; is RabbitMQ running? check --url\n";
         return cannot_connect;
     }
-    err << "letterbox: " << what << " on queue '" << a.queue << "' failed: " << ec.message()
+    err << "letterbox: " << what << " on queue '" << shown(a.queue) << "' failed: " << ec.message()
         << "\n";
     return internal;
 }
 
 inline int timed_out(std::ostream& err, const dlq_arguments& a, std::string_view what) {
-    err << "letterbox: " << what << " on queue '" << a.queue << "' did not finish within "
+    err << "letterbox: " << what << " on queue '" << shown(a.queue) << "' did not finish within "
         << std::chrono::duration_cast<std::chrono::seconds>(a.timeout).count() << " s ("
         << a.endpoint << "); is the broker reachable? raise --timeout for a long queue\n";
     return internal;
@@ -308,18 +328,26 @@ inline std::string time_text(const std::optional<store_time>& t) {
     return t ? letterbox::detail::format_rfc3339(*t) : std::string("-");
 }
 
-/// `s` in a column of `width` characters, one of them the space before the next column.
-inline std::string cell(std::string s, std::size_t width) {
-    if (s.size() >= width)
-        s = s.substr(0, width - 2) + "~";
-    s.resize(width, ' ');
+/// `s` (escaped, see `printable`) in a column of `width` bytes, one of them the space before
+/// the next column; a longer text is cut (at a character boundary) and ends with `~`.
+inline std::string cell(const std::string& text, std::size_t width) {
+    std::string s = printable(text);
+    if (s.size() >= width) {
+        std::size_t cut = width - 2;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0U) == 0x80U)
+            --cut; // not inside a UTF-8 sequence
+        s = s.substr(0, cut) + "~";
+    }
+    s.resize(std::max(s.size(), width), ' ');
     return s;
 }
 
+/// One entry in full, every stored text escaped (`printable`): a message cannot fake lines
+/// of the output or move the terminal's cursor.
 inline void print_entry(std::ostream& out, const dlq::dead_letter_entry& e) {
     const auto j = e.to_json();
     const auto line = [&](std::string_view label, const std::string& value) {
-        out << cell(std::string(label) + ":", 22) << value << "\n";
+        out << cell(std::string(label) + ":", 22) << printable(value) << "\n";
     };
     line("id", e.id);
     line("type", e.type.empty() ? "-" : e.type);
@@ -344,8 +372,9 @@ inline void print_entry(std::ostream& out, const dlq::dead_letter_entry& e) {
     const auto& hs = j["headers"];
     for (const auto& [name, value] : hs.items())
         if (name != headers::x_death && name != headers::death_history)
-            out << "  " << name << ": "
-                << (value.is_string() ? value.get<std::string>() : value.dump()) << "\n";
+            out << "  " << printable(name) << ": "
+                << printable(value.is_string() ? value.get<std::string>() : json_text(value))
+                << "\n";
     out << "history:\n";
     bool any = false;
     for (const auto name : {headers::death_history, headers::x_death}) {
@@ -356,15 +385,16 @@ inline void print_entry(std::ostream& out, const dlq::dead_letter_entry& e) {
         out << "  " << name << ":\n";
         if (it->is_array())
             for (const auto& step : *it)
-                out << "    " << step.dump() << "\n";
+                out << "    " << printable(json_text(step)) << "\n";
         else
-            out << "    " << (it->is_string() ? it->get<std::string>() : it->dump()) << "\n";
+            out << "    " << printable(it->is_string() ? it->get<std::string>() : json_text(*it))
+                << "\n";
     }
     if (!any)
         out << "  (none recorded)\n";
     out << "body (" << j["body_encoding"].get<std::string>() << ", " << e.msg.body.size()
         << " bytes):\n"
-        << j["body"].get<std::string>() << "\n";
+        << printable(j["body"].get<std::string>(), true) << "\n";
 }
 
 inline nlohmann::json replay_json(const std::string& queue, const dlq::replay_result& r) {
@@ -406,12 +436,10 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
         return detail::report(err, args, "reading the depth", depth->ec);
 
     if (args.command == "list" || args.command == "show") {
-        auto filter = args.filter;
+        const auto& filter = args.filter; // for show, the one that selects args.id
         auto p = args.page;
-        if (args.command == "show") {
-            filter.ids = {args.id};
+        if (args.command == "show")
             p = dlq::page{0, 1};
-        }
         auto slot = std::make_shared<detail::result_slot<std::vector<dlq::dead_letter_entry>>>();
         dlq.async_browse(filter, p,
                          [slot](std::error_code ec, std::vector<dlq::dead_letter_entry> entries) {
@@ -426,12 +454,13 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
         const auto& entries = slot->value;
         if (args.command == "show") {
             if (entries.empty()) {
-                err << "letterbox: no message with id " << args.id << " in queue '" << args.queue
-                    << "'; list the ids with `letterbox dlq list " << args.queue << "`\n";
+                err << "letterbox: no message with id " << shown(args.id) << " in queue '"
+                    << shown(args.queue) << "'; list the ids with `letterbox dlq list "
+                    << shown(args.queue) << "`\n";
                 return not_found;
             }
             if (args.json)
-                out << entries.front().to_json().dump() << "\n";
+                out << json_text(entries.front().to_json()) << "\n";
             else
                 detail::print_entry(out, entries.front());
             return ok;
@@ -440,12 +469,11 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
             nlohmann::json list = nlohmann::json::array();
             for (const auto& e : entries)
                 list.push_back(e.to_json());
-            out << nlohmann::json{{"queue", args.queue},
-                                  {"depth", depth->value},
-                                  {"offset", args.page.offset},
-                                  {"limit", args.page.limit},
-                                  {"entries", std::move(list)}}
-                       .dump()
+            out << json_text({{"queue", args.queue},
+                              {"depth", depth->value},
+                              {"offset", args.page.offset},
+                              {"limit", args.page.limit},
+                              {"entries", std::move(list)}})
                 << "\n";
             return ok;
         }
@@ -459,7 +487,7 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
                 << detail::time_text(e.dead_lettered_at) << "\n";
         out << entries.size() << (entries.size() == 1 ? " entry" : " entries") << " (offset "
             << args.page.offset << ", limit " << args.page.limit << "; " << depth->value
-            << " messages in " << args.queue << ")\n";
+            << " messages in " << shown(args.queue) << ")\n";
         return ok;
     }
 
@@ -474,12 +502,12 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
             return detail::timed_out(err, args, "replaying");
         const auto& r = slot->value;
         if (args.json)
-            out << detail::replay_json(args.queue, r).dump() << "\n";
+            out << json_text(detail::replay_json(args.queue, r)) << "\n";
         else {
             out << "replayed " << r.replayed << ", failed " << r.failed << ", skipped " << r.skipped
                 << " (did not match)\n";
             for (const auto& f : r.failures)
-                out << "  failed " << f.id << ": " << f.error.message() << "\n";
+                out << "  failed " << printable(f.id) << ": " << f.error.message() << "\n";
         }
         if (slot->ec)
             return detail::report(err, args,
@@ -505,10 +533,10 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
         if (!detail::wait(transport, args, loop, slot, 0, err))
             return detail::timed_out(err, args, "purging");
         if (args.json)
-            out << nlohmann::json{{"queue", args.queue}, {"removed", slot->value}}.dump() << "\n";
+            out << json_text({{"queue", args.queue}, {"removed", slot->value}}) << "\n";
         else
             out << "removed " << slot->value << (slot->value == 1 ? " message" : " messages")
-                << " from " << args.queue << "\n";
+                << " from " << shown(args.queue) << "\n";
         if (slot->ec)
             return detail::report(err, args, "purging (stopped early)", slot->ec);
         return ok;
@@ -521,7 +549,7 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
     if (!args.output.empty()) {
         file->open(args.output, std::ios::out | std::ios::trunc);
         if (!*file) {
-            err << "letterbox: cannot open '" << args.output
+            err << "letterbox: cannot open '" << shown(args.output)
                 << "' for writing; check --output (the directory must exist)\n";
             return cannot_connect;
         }
@@ -538,7 +566,7 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
     if (file->is_open()) {
         file->close();
         if (!*file && !slot->ec) {
-            err << "letterbox: writing '" << args.output << "' failed; is the disk full?\n";
+            err << "letterbox: writing '" << shown(args.output) << "' failed; is the disk full?\n";
             return internal;
         }
     }
@@ -546,14 +574,12 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
         return detail::report(err, args, "exporting (stopped early)", slot->ec);
     if (!args.output.empty()) {
         if (args.json)
-            out << nlohmann::json{{"queue", args.queue},
-                                  {"exported", slot->value},
-                                  {"output", args.output}}
-                       .dump()
+            out << json_text(
+                       {{"queue", args.queue}, {"exported", slot->value}, {"output", args.output}})
                 << "\n";
         else
             out << "exported " << slot->value << (slot->value == 1 ? " entry" : " entries")
-                << " to " << args.output << "\n";
+                << " to " << shown(args.output) << "\n";
     } else if (!args.json) {
         err << "exported " << slot->value << (slot->value == 1 ? " entry" : " entries") << "\n";
     }

@@ -2,38 +2,32 @@
 // `letterbox`: the command-line tool of letterbox (docs/cli.md). Dead-letter queues and topology
 // over a RabbitMQ broker (amqp::transport), the outbox over an SQLite file.
 
+#include "broker_connection.hpp"
 #include "command_line.hpp"
 #include "dlq_command.hpp"
 #include "outbox_command.hpp"
 #include "topology_command.hpp"
 
+#include <letterbox/amqp/codec/field_table.hpp>
 #include <letterbox/amqp/transport.hpp>
-#include <letterbox/amqp/transport_options.hpp>
-#include <letterbox/amqp/url.hpp>
 #include <letterbox/version.hpp>
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/system/error_code.hpp>
 
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 namespace {
 
 namespace cli = letterbox::cli;
+
+// A topology file's argument tables become AMQP field tables: the file may nest them no deeper
+// than the codec encodes.
+static_assert(cli::max_topology_field_depth == letterbox::amqp::codec::max_field_depth);
 
 constexpr std::string_view general_usage =
     "usage: letterbox <group> <command> [options]\n"
@@ -43,93 +37,15 @@ constexpr std::string_view general_usage =
     "  letterbox topology declare --file FILE ...                declare exchanges, queues, "
     "bindings\n"
     "\n"
-    "The broker is --url or $LETTERBOX_AMQP_URL (amqp://user:password@host:port/vhost); its\n"
-    "password is never printed. `letterbox <group> --help` for a group's commands and options;\n"
-    "docs/cli.md for examples.\n"
+    "The broker is --url or $LETTERBOX_AMQP_URL (amqp://user@host:port/vhost); the password\n"
+    "is --password-file FILE or $LETTERBOX_AMQP_PASSWORD (which keep it off the command line),\n"
+    "else the URL's. It is never printed. `letterbox <group> --help` for a group's commands\n"
+    "and options; docs/cli.md for examples.\n"
     "\n";
 
 void print_version(std::ostream& out) {
     out << "letterbox " << LETTERBOX_VERSION_MAJOR << "." << LETTERBOX_VERSION_MINOR << "."
         << LETTERBOX_VERSION_PATCH << "\n";
-}
-
-/// The broker URL of the command line or the environment. Throws `usage_failure`.
-letterbox::amqp::url broker_url(const std::optional<std::string>& given) {
-    std::string text;
-    if (given) {
-        text = *given;
-    } else if (const char* env = std::getenv("LETTERBOX_AMQP_URL"); env != nullptr && *env) {
-        text = env;
-    } else {
-        throw cli::usage_failure("no broker URL: pass --url amqp://user:password@host:5672/ or set "
-                                 "LETTERBOX_AMQP_URL");
-    }
-    std::string why;
-    auto u = letterbox::amqp::try_parse_url(text, why);
-    if (!u)
-        throw cli::usage_failure("bad broker URL " + cli::redact_url_text(text) + ": " + why +
-                                 "; check --url");
-    return *u;
-}
-
-/// Whether a TCP connection to the broker opens, within the URL's connection timeout (10 s by
-/// default): the transport reconnects quietly, so a refused or unreachable broker is diagnosed
-/// here, with the system's reason.
-std::error_code probe(boost::asio::io_context& io, const letterbox::amqp::url& u) {
-    namespace ip = boost::asio::ip;
-    const auto timeout = u.connection_timeout.value_or(std::chrono::milliseconds{10'000});
-    ip::tcp::resolver resolver(io);
-    ip::tcp::socket socket(io);
-    std::optional<std::error_code> result;
-    resolver.async_resolve(
-        u.host, std::to_string(u.port),
-        [&](std::error_code ec, const ip::tcp::resolver::results_type& hosts) {
-            if (ec) {
-                result = ec;
-                return;
-            }
-            boost::asio::async_connect(
-                socket, hosts, [&](std::error_code e, const ip::tcp::endpoint&) { result = e; });
-        });
-    const bool done = cli::io_context_loop(io)([&] { return result.has_value(); }, timeout);
-    if (!done) {
-        resolver.cancel();
-        boost::system::error_code ignored;
-        socket.close(ignored);
-        // Let the cancelled operations finish before the locals they refer to go.
-        cli::io_context_loop(io)([&] { return result.has_value(); }, std::chrono::seconds{5});
-        return make_error_code(std::errc::timed_out);
-    }
-    boost::system::error_code ignored;
-    socket.close(ignored);
-    return *result;
-}
-
-/// Runs `body(transport, loop)` on a transport connected to `u`; closes it afterwards.
-template <class Body>
-int with_broker(const letterbox::amqp::url& u, Body body) {
-    boost::asio::io_context io;
-    auto guard = boost::asio::make_work_guard(io);
-    if (const auto ec = probe(io, u)) {
-        std::cerr << "letterbox: cannot connect to " << u.redacted() << ": " << ec.message()
-                  << "; is RabbitMQ running? check --url\n";
-        return cli::cannot_connect;
-    }
-    letterbox::amqp::transport_options options;
-    options.connection_name = "letterbox-cli";
-    options.reconnect_delay_max = std::chrono::milliseconds{1000};
-    int code = cli::internal;
-    {
-        letterbox::amqp::transport transport(io.get_executor(), u, options);
-        const auto loop = cli::io_context_loop(io);
-        code = body(transport, loop);
-        bool closed = false;
-        transport.async_close([&closed](std::error_code) { closed = true; });
-        loop([&closed] { return closed; }, std::chrono::seconds{5});
-    }
-    guard.reset();
-    io.run_for(std::chrono::milliseconds{200}); // what the close left to finish
-    return code;
 }
 
 int run(const std::vector<std::string>& args) {
@@ -157,12 +73,13 @@ int run(const std::vector<std::string>& args) {
             return cli::ok;
         }
         auto a = cli::parse_dlq_arguments(rest);
-        const auto u = broker_url(a.url);
+        const auto u = cli::broker_url(a.url, a.password_file);
         a.endpoint = u.redacted();
         a.progress = ::isatty(STDERR_FILENO) == 1;
-        return with_broker(u, [&](letterbox::amqp::transport& t, const cli::event_loop& loop) {
-            return cli::run_dlq(t, a, std::cout, std::cerr, loop);
-        });
+        return cli::with_broker(u, std::cerr,
+                                [&](letterbox::amqp::transport& t, const cli::event_loop& loop) {
+                                    return cli::run_dlq(t, a, std::cout, std::cerr, loop);
+                                });
     }
     if (group == "outbox") {
         if (help) {
@@ -178,13 +95,14 @@ int run(const std::vector<std::string>& args) {
         }
         auto a = cli::parse_topology_arguments(rest);
         const auto plan = cli::read_topology_file(a.file); // before connecting: fail fast
-        const auto u = broker_url(a.url);
+        const auto u = cli::broker_url(a.url, a.password_file);
         a.endpoint = u.redacted();
-        return with_broker(u, [&](letterbox::amqp::transport& t, const cli::event_loop& loop) {
-            return cli::run_topology(t, plan, a, std::cout, std::cerr, loop);
-        });
+        return cli::with_broker(
+            u, std::cerr, [&](letterbox::amqp::transport& t, const cli::event_loop& loop) {
+                return cli::run_topology(t, plan, a, std::cout, std::cerr, loop);
+            });
     }
-    throw cli::usage_failure("unknown command group '" + group +
+    throw cli::usage_failure("unknown command group '" + cli::shown(group) +
                              "' (expected dlq, outbox or topology; see `letterbox --help`)");
 }
 
@@ -197,10 +115,10 @@ int main(int argc, char** argv) {
     try {
         return run(args);
     } catch (const cli::usage_failure& e) {
-        std::cerr << "letterbox: " << cli::redact_url_text(e.what()) << "\n";
+        std::cerr << "letterbox: " << cli::printable(cli::redact_secrets(e.what())) << "\n";
         return cli::usage_error;
     } catch (const std::exception& e) {
-        std::cerr << "letterbox: internal error: " << cli::redact_url_text(e.what())
+        std::cerr << "letterbox: internal error: " << cli::printable(cli::redact_secrets(e.what()))
                   << "; please report it\n";
         return cli::internal;
     }

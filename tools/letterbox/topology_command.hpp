@@ -39,7 +39,8 @@
 namespace letterbox::cli {
 
 inline constexpr std::string_view topology_usage =
-    "usage: letterbox topology declare --file topology.json [--url URL] [--json]\n"
+    "usage: letterbox topology declare --file topology.json [--url URL] [--password-file FILE]\n"
+    "                                  [--json] [--timeout SECONDS]\n"
     "\n"
     "Declares the exchanges, then the queues (each with its retry and dead-letter queues),\n"
     "then the bindings of the file, in order; declaring what exists with the same properties\n"
@@ -62,14 +63,16 @@ struct topology_arguments {
     std::string file{};
     bool json = false;
     std::optional<std::string> url{};
+    std::optional<std::string> password_file{};
     std::chrono::milliseconds timeout{std::chrono::seconds{60}};
     /// Where the transport connects, for error messages (a redacted URL).
     std::string endpoint = "the broker";
 };
 
-inline constexpr std::array<option_spec, 5> topology_options{{
+inline constexpr std::array<option_spec, 6> topology_options{{
     {"file", true, false},
     {"url", true, false},
+    {"password-file", true, false},
     {"json", false, false},
     {"timeout", true, false},
     {"help", false, false},
@@ -78,12 +81,12 @@ inline constexpr std::array<option_spec, 5> topology_options{{
 /// Parses the arguments after `topology`. Throws `usage_failure`.
 inline topology_arguments parse_topology_arguments(std::span<const std::string> args) {
     if (args.empty() || args[0] != "declare")
-        throw usage_failure(args.empty()
-                                ? "missing command: letterbox topology declare --file FILE"
-                                : "unknown command 'topology " + args[0] + "' (expected declare)");
+        throw usage_failure(args.empty() ? "missing command: letterbox topology declare --file FILE"
+                                         : "unknown command 'topology " + shown(args[0]) +
+                                               "' (expected declare)");
     const auto p = parse_options(args.subspan(1), topology_options, "letterbox topology");
     if (!p.positionals.empty())
-        throw usage_failure("unexpected argument '" + p.positionals.front() +
+        throw usage_failure("unexpected argument '" + shown(p.positionals.front()) +
                             "' for `letterbox topology declare`");
     topology_arguments a;
     const auto file = p.get("file");
@@ -93,12 +96,18 @@ inline topology_arguments parse_topology_arguments(std::span<const std::string> 
     a.file = *file;
     a.json = p.has("json");
     a.url = p.get("url");
+    a.password_file = p.get("password-file");
     if (const auto t = p.get("timeout"))
         a.timeout = std::chrono::seconds{parse_count("timeout", *t, 86'400)};
     if (a.timeout.count() == 0)
         throw usage_failure("--timeout must be at least 1 second");
     return a;
 }
+
+/// How deeply a topology file may nest tables and arrays inside an `arguments` member: the
+/// member itself is level 1, as a method's own table is for the AMQP codec, whose limit
+/// (`amqp::codec::max_field_depth`) this is. Deeper is a usage error, found before descending.
+inline constexpr std::size_t max_topology_field_depth = 32;
 
 namespace detail {
 
@@ -186,18 +195,57 @@ private:
     std::vector<std::string> known_;
 };
 
-inline field_value to_field_value(const nlohmann::json& v, const std::string& path);
+/// Where a value sits in the file, as a chain of parents: the text of a path is built only
+/// for an error, so reading a wide or deep value costs time linear in its size.
+struct value_path {
+    const value_path* parent = nullptr;
+    /// The member's name (`name` set), or the array element's index.
+    std::optional<std::string_view> name{};
+    std::size_t index = 0;
+    /// The complete path of a root (`parent == nullptr`), e.g. `queues[0].arguments`.
+    std::string_view root{};
 
-inline field_table to_field_table(const nlohmann::json& j, const std::string& path) {
+    std::string text() const {
+        std::vector<const value_path*> chain;
+        for (const value_path* p = this; p != nullptr; p = p->parent)
+            chain.push_back(p);
+        std::string out(chain.back()->root);
+        for (auto it = chain.rbegin() + 1; it != chain.rend(); ++it) {
+            if ((*it)->name)
+                out += "." + std::string(*(*it)->name);
+            else
+                out += "[" + std::to_string((*it)->index) + "]";
+        }
+        return out;
+    }
+};
+
+inline field_value to_field_value(const nlohmann::json& v, const value_path& path,
+                                  std::size_t depth);
+
+/// `j`, an object at nesting level `depth` (1 for an `arguments` member), as a field table.
+inline field_table to_field_table(const nlohmann::json& j, const value_path& path,
+                                  std::size_t depth) {
     if (!j.is_object())
-        members::fail(path, std::string("must be an object, not ") + j.type_name());
+        members::fail(path.text(), std::string("must be an object, not ") + j.type_name());
+    if (depth > max_topology_field_depth)
+        members::fail(path.text(), "nests tables and arrays deeper than " +
+                                       std::to_string(max_topology_field_depth) +
+                                       " levels, the limit of an AMQP field table");
     field_table t;
     for (const auto& [name, value] : j.items())
-        t.set(name, to_field_value(value, path + "." + name));
+        t.set(name, to_field_value(value, value_path{&path, name, 0, {}}, depth));
     return t;
 }
 
-inline field_value to_field_value(const nlohmann::json& v, const std::string& path) {
+/// The `arguments` member at `path` as a field table.
+inline field_table to_field_table(const nlohmann::json& j, const std::string& path) {
+    return to_field_table(j, value_path{nullptr, std::nullopt, 0, path}, 1);
+}
+
+/// `v`, a value inside a table or array at level `depth`, as a field value.
+inline field_value to_field_value(const nlohmann::json& v, const value_path& path,
+                                  std::size_t depth) {
     if (v.is_string())
         return field_value(v.get<std::string>());
     if (v.is_boolean())
@@ -205,7 +253,7 @@ inline field_value to_field_value(const nlohmann::json& v, const std::string& pa
     if (v.is_number_unsigned()) {
         if (v.get<std::uint64_t>() >
             static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            members::fail(path, "is too large");
+            members::fail(path.text(), "is too large");
         return field_value(static_cast<std::int64_t>(v.get<std::uint64_t>()));
     }
     if (v.is_number_integer())
@@ -215,20 +263,33 @@ inline field_value to_field_value(const nlohmann::json& v, const std::string& pa
     if (v.is_null())
         return field_value(nullptr);
     if (v.is_object())
-        return field_value(to_field_table(v, path));
+        return field_value(to_field_table(v, path, depth + 1));
+    // An array: checked before descending, so the stack stays bounded whatever the file holds.
+    if (depth + 1 > max_topology_field_depth)
+        members::fail(path.text(), "nests tables and arrays deeper than " +
+                                       std::to_string(max_topology_field_depth) +
+                                       " levels, the limit of an AMQP field table");
     field_array a;
+    a.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i)
-        a.push_back(to_field_value(v[i], path + "[" + std::to_string(i) + "]"));
+        a.push_back(to_field_value(v[i], value_path{&path, std::nullopt, i, {}}, depth + 1));
     return field_value(std::move(a));
 }
 
-inline std::vector<nlohmann::json> array_of(const nlohmann::json& root, std::string_view name) {
+/// The elements of the top-level array `name` (none when it is absent or null), by address:
+/// the document owns them.
+inline std::vector<const nlohmann::json*> array_of(const nlohmann::json& root,
+                                                   std::string_view name) {
     const auto it = root.find(std::string(name));
     if (it == root.end() || it->is_null())
         return {};
     if (!it->is_array())
         members::fail(std::string(name), std::string("must be an array, not ") + it->type_name());
-    return {it->begin(), it->end()};
+    std::vector<const nlohmann::json*> out;
+    out.reserve(it->size());
+    for (const auto& element : *it)
+        out.push_back(&element);
+    return out;
 }
 
 inline void parse_queue(const nlohmann::json& j, const std::string& path, topology_plan& plan) {
@@ -364,7 +425,7 @@ inline topology_plan parse_topology(const nlohmann::json& root) {
     const auto exchanges = detail::array_of(root, "exchanges");
     for (std::size_t i = 0; i < exchanges.size(); ++i) {
         const auto path = "exchanges[" + std::to_string(i) + "]";
-        detail::members m(exchanges[i], path);
+        detail::members m(*exchanges[i], path);
         topology::exchange x;
         x.name = m.required_text("name");
         if (x.name.empty() || x.name.rfind("amq.", 0) == 0)
@@ -386,11 +447,11 @@ inline topology_plan parse_topology(const nlohmann::json& root) {
     }
     const auto queues = detail::array_of(root, "queues");
     for (std::size_t i = 0; i < queues.size(); ++i)
-        detail::parse_queue(queues[i], "queues[" + std::to_string(i) + "]", plan);
+        detail::parse_queue(*queues[i], "queues[" + std::to_string(i) + "]", plan);
     const auto bindings = detail::array_of(root, "bindings");
     for (std::size_t i = 0; i < bindings.size(); ++i) {
         const auto path = "bindings[" + std::to_string(i) + "]";
-        detail::members m(bindings[i], path);
+        detail::members m(*bindings[i], path);
         topology::binding b;
         b.source = m.required_text("source");
         b.destination = m.required_text("destination");
@@ -411,23 +472,36 @@ inline topology_plan parse_topology(const nlohmann::json& root) {
     return plan;
 }
 
-/// Reads and parses the topology file at `path`. Throws `usage_failure` for a file that
-/// cannot be read, is not JSON (with the byte where parsing failed) or does not describe a
-/// topology.
-inline topology_plan read_topology_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in)
-        throw usage_failure("cannot read the topology file '" + path + "'; check --file");
-    std::ostringstream text;
-    text << in.rdbuf();
+/// Parses the text of a topology file; `name` names it in errors. Throws `usage_failure` for
+/// text that is not JSON (with the byte where parsing failed) or does not describe a topology
+/// (naming the member at fault). Any text is safe to pass: parsing and checking take time and
+/// stack bounded by its size and by `max_topology_field_depth` (the fuzz target
+/// `topology_file_fuzzer` checks this).
+inline topology_plan parse_topology_text(std::string_view text, const std::string& name) {
     nlohmann::json root;
     try {
-        root = nlohmann::json::parse(text.str());
+        root = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        throw usage_failure("topology file '" + path + "' is not valid JSON (at byte " +
+        throw usage_failure("topology file '" + shown(name) + "' is not valid JSON (at byte " +
                             std::to_string(e.byte) + ")");
+    } catch (const nlohmann::json::exception&) {
+        // out_of_range 406: a number beyond a double's range, such as 1e999 (found by
+        // topology_file_fuzzer).
+        throw usage_failure("topology file '" + shown(name) +
+                            "' is not valid JSON: it holds a number out of range");
     }
     return parse_topology(root);
+}
+
+/// Reads and parses the topology file at `path` (`parse_topology_text`). Throws
+/// `usage_failure` for a file that cannot be read, too.
+inline topology_plan read_topology_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw usage_failure("cannot read the topology file '" + shown(path) + "'; check --file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_topology_text(text.str(), path);
 }
 
 /// Declares `plan` on `transport`: exchanges, queues, bindings, one at a time, stopping at the
@@ -443,20 +517,21 @@ int run_topology(Transport& transport, const topology_plan& plan, const topology
     };
     std::vector<step> steps;
     for (const auto& x : plan.exchanges)
-        steps.push_back({"exchange " + x.name + " (" + std::string(to_string(x.type)) + ")",
-                         [&transport, x](auto done) {
-                             transport.async_declare(x, done);
-                         }});
+        steps.push_back(
+            {"exchange " + printable(x.name) + " (" + std::string(to_string(x.type)) + ")",
+             [&transport, x](auto done) {
+                 transport.async_declare(x, done);
+             }});
     for (const auto& q : plan.queues)
-        steps.push_back({"queue " + q.name, [&transport, q](auto done) {
+        steps.push_back({"queue " + printable(q.name), [&transport, q](auto done) {
                              transport.async_declare(q, done);
                          }});
     for (const auto& b : plan.bindings)
-        steps.push_back(
-            {"binding " + b.source + " -> " + b.destination + " (key \"" + b.routing_key + "\")",
-             [&transport, b](auto done) {
-                 transport.async_bind(b, done);
-             }});
+        steps.push_back({"binding " + printable(b.source) + " -> " + printable(b.destination) +
+                             " (key \"" + printable(b.routing_key) + "\")",
+                         [&transport, b](auto done) {
+                             transport.async_bind(b, done);
+                         }});
 
     for (const auto& s : steps) {
         struct slot {
@@ -509,8 +584,7 @@ int run_topology(Transport& transport, const topology_plan& plan, const topology
             xs.push_back(x.name);
         for (const auto& q : plan.queues)
             qs.push_back(q.name);
-        out << nlohmann::json{{"exchanges", xs}, {"queues", qs}, {"bindings", plan.bindings.size()}}
-                   .dump()
+        out << json_text({{"exchanges", xs}, {"queues", qs}, {"bindings", plan.bindings.size()}})
             << "\n";
     } else {
         out << "declared " << plan.exchanges.size() << " exchange(s), " << plan.queues.size()

@@ -70,6 +70,25 @@ std::optional<url> try_parse_url(std::string_view text, std::string& why);
 /// Parses `text`; throws `letterbox::error` (`errc::invalid_argument`) with the reason.
 url parse_url(std::string_view text);
 
+/// `text`, meant as an AMQP URL but perhaps malformed, with everything that could be a password
+/// replaced by `***`: how to show a URL that `try_parse_url` refused (a parsed one has
+/// `url::redacted()`). A password may hold any character, including `/ ? # @ :`, so no
+/// delimiter after the user name can be trusted to end it, and the rules err towards hiding:
+///
+/// - The authority starts after `scheme://` (a scheme of letters, digits, `+ - .`), or at the
+///   start of the text when there is no such scheme (`ops:s3cret@host`, `amqp:/ops:...`).
+/// - With an `@` after that start, everything from there to the **last** `@` is userinfo and
+///   is hidden, except a plain user name (letters, digits, `- . _ ~`) before its first `:`:
+///   `amqp://ops:Sup3r+ss/wd==@h:5672/` gives `amqp://ops:***@h:5672/`, and
+///   `amqp://o%70s:pw@h` gives `amqp://***@h`.
+/// - Without an `@`, a `:` followed by something that is not a port number (before the next
+///   `/ ? #`) may start a password whose `@host` is missing: everything after it is hidden
+///   (`amqp://ops:s3cret` gives `amqp://ops:***`). A bracketed IPv6 host is skipped first; an
+///   unclosed `[` hides everything after it.
+///
+/// What remains (host, port, vhost, query) is shown as it was written.
+std::string redact_url_text(std::string_view text);
+
 namespace detail {
 
 using letterbox::detail::percent_decode;
@@ -104,6 +123,87 @@ inline std::string percent_encode(std::string_view s) {
 
 } // namespace detail
 
+namespace detail {
+
+/// Where the authority of `text` starts: after a `scheme://`, else 0.
+inline std::size_t authority_start(std::string_view text) noexcept {
+    const auto sep = text.find("://");
+    if (sep == std::string_view::npos || sep == 0)
+        return 0;
+    const auto is_alpha = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    };
+    if (!is_alpha(text[0]))
+        return 0;
+    for (std::size_t i = 1; i < sep; ++i) {
+        const char c = text[i];
+        if (!is_alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.')
+            return 0;
+    }
+    return sep + 3;
+}
+
+/// Whether `user` is a user name that cannot hide part of a password: unreserved characters
+/// only (no `%`, which could encode anything).
+inline bool plain_user(std::string_view user) noexcept {
+    if (user.empty())
+        return false;
+    for (char c : user) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+} // namespace detail
+
+inline std::string redact_url_text(std::string_view text) {
+    const std::size_t start = detail::authority_start(text);
+    std::string out(text.substr(0, start));
+    const std::string_view rest = text.substr(start);
+    if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+        const std::string_view info = rest.substr(0, at);
+        const auto colon = info.find(':');
+        const std::string_view user = info.substr(0, colon);
+        if (!info.empty()) { // a leading '@' has nothing before it to hide
+            if (!detail::plain_user(user))
+                out += "***";
+            else if (colon == std::string_view::npos)
+                out += user; // a user name and no password
+            else
+                out += std::string(user) + ":***";
+        }
+        out += rest.substr(at);
+        return out;
+    }
+    // No '@': look for a ':' that cannot start a port.
+    std::size_t from = 0;
+    if (!rest.empty() && rest.front() == '[') {
+        const auto close = rest.find(']');
+        if (close == std::string_view::npos)
+            return out + "[***";
+        from = close + 1;
+    }
+    for (auto colon = rest.find(':', from); colon != std::string_view::npos;
+         colon = rest.find(':', colon + 1)) {
+        const auto end = rest.find_first_of("/?#", colon + 1);
+        const auto port = rest.substr(
+            colon + 1, end == std::string_view::npos ? std::string_view::npos : end - colon - 1);
+        bool digits = true;
+        for (char c : port)
+            digits = digits && c >= '0' && c <= '9';
+        if (!digits) {
+            out += rest.substr(0, colon + 1);
+            out += "***";
+            return out;
+        }
+    }
+    out += rest;
+    return out;
+}
+
 inline std::string url::redacted() const {
     std::string out = tls ? "amqps://" : "amqp://";
     out += detail::percent_encode(user) + ":***@";
@@ -113,8 +213,17 @@ inline std::string url::redacted() const {
 }
 
 inline std::optional<url> try_parse_url(std::string_view text, std::string& why) {
+    // An '@' after the first '/', '?' or '#' of the authority: most likely a password holding
+    // one of them unencoded, which then ends the authority early. Errors say so, and echo
+    // nothing from the text (a query key may then be part of the password).
+    const auto delimiter = text.find_first_of("/?#", detail::authority_start(text));
+    const bool may_split_password =
+        delimiter != std::string_view::npos && text.find('@', delimiter) != std::string_view::npos;
     auto fail = [&](std::string reason) -> std::optional<url> {
         why = "invalid AMQP URL: " + std::move(reason);
+        if (may_split_password)
+            why += "; a password that holds '/', '?', '#' or '@' must be percent-encoded (%2F, "
+                   "%3F, %23, %40)";
         return std::nullopt;
     };
     url u;
@@ -253,9 +362,13 @@ inline std::optional<url> try_parse_url(std::string_view text, std::string& why)
             else
                 return fail("verify must be verify_peer or verify_none");
         } else {
-            return fail("unknown query parameter '" + detail::percent_encode(key) +
-                        "' (known: heartbeat, frame_max, channel_max, connection_timeout, "
-                        "cacertfile, certfile, keyfile, verify, server_name_indication)");
+            // A '?' in an unencoded password starts the "query" early, and the rest of the
+            // password is then a key: name it only when that cannot be.
+            return fail(
+                "unknown query parameter" +
+                (may_split_password ? std::string() : " '" + detail::percent_encode(key) + "'") +
+                " (known: heartbeat, frame_max, channel_max, connection_timeout, "
+                "cacertfile, certfile, keyfile, verify, server_name_indication)");
         }
     }
     return u;

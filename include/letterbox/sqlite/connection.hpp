@@ -26,6 +26,8 @@ namespace letterbox::sqlite {
 /// schema page is damaged, fails here with `errc::store_not_a_database` or
 /// `errc::store_corrupt` instead of on the first write. Then it sets `journal_mode=WAL`,
 /// `busy_timeout`, `foreign_keys=ON`, `synchronous` and the extra `pragmas` of the options.
+/// With `database_options::read_only` it opens the file with `SQLITE_OPEN_READONLY` instead
+/// and leaves its journal mode alone, so that nothing in the file changes.
 /// It refuses in-memory databases (`""`, `":memory:"`) with `errc::precondition_failed`: every
 /// connection of a pool would see a different one.
 ///

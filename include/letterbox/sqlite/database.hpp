@@ -22,7 +22,11 @@ namespace letterbox::sqlite {
 /// `open` opens a first connection, checks that the file is a healthy SQLite database
 /// (`errc::store_not_a_database`, `errc::store_corrupt`, `errc::store_unavailable`, ... at open,
 /// never later), and brings the schema to the version this library writes (see `schema`); a
-/// database written by a newer letterbox is refused with `errc::store_schema_too_new`. Opening
+/// database written by a newer letterbox is refused with `errc::store_schema_too_new`. With
+/// `database_options::read_only` it changes nothing in the file and migrates nothing (a file
+/// without letterbox's schema is `errc::store_not_a_database`); with
+/// `create_schema_if_missing = false` it migrates a letterbox database but refuses, untouched,
+/// a file that has no letterbox schema. Opening
 /// the same file from several processes or several `database` objects is safe, at the same
 /// moment too: a lock another opener holds is waited for and retried like any busy operation
 /// (`busy_timeout`, `max_busy_retries`).
@@ -54,8 +58,9 @@ namespace letterbox::sqlite {
 class database {
 public:
     /// Opens (creating it if allowed) the database file at `path` (UTF-8), validates it and
-    /// migrates its schema. On failure sets `ec` and returns a database that is not open, whose
-    /// `last_error_message()` holds the driver's text.
+    /// migrates its schema (see `database_options::read_only` and `create_schema_if_missing`
+    /// for opens that must not). On failure sets `ec` and returns a database that is not open,
+    /// whose `last_error_message()` holds the driver's text.
     static database open(const std::string& path, const database_options& options,
                          std::error_code& ec);
 
@@ -74,7 +79,7 @@ public:
     /// Begins a unit of work: takes a connection from the pool and runs `BEGIN IMMEDIATE`,
     /// retrying after a backoff while the database stays locked. On failure (`errc::store_busy`
     /// after the retries, or the error of opening a connection) sets `ec` and returns a finished
-    /// unit; nothing was written.
+    /// unit; nothing was written. On a database opened `read_only`: `errc::store_readonly`.
     unit_of_work begin(std::error_code& ec);
 
     /// Like the other `begin`, but throws `letterbox::error` on failure.

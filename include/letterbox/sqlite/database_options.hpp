@@ -15,8 +15,8 @@ namespace letterbox::sqlite {
 /// file on a local disk.
 ///
 /// Each connection is opened with `SQLITE_OPEN_NOMUTEX` (one thread uses a connection at a
-/// time; the pool hands it out), then runs `PRAGMA journal_mode=WAL`, `busy_timeout`,
-/// `foreign_keys=ON`, `synchronous` and finally `pragmas`, in that order.
+/// time; the pool hands it out), then runs `PRAGMA journal_mode=WAL` (not when `read_only`),
+/// `busy_timeout`, `foreign_keys=ON`, `synchronous` and finally `pragmas`, in that order.
 ///
 /// Waiting for the write lock happens at two levels. SQLite's busy handler sleeps and retries
 /// for up to `busy_timeout`; if the lock is still held, letterbox retries the whole operation
@@ -65,6 +65,23 @@ struct database_options {
     /// Create the file when it does not exist; otherwise a missing file is
     /// `errc::store_unavailable`.
     bool create_if_missing = true;
+    /// Give a file that has no letterbox schema (a new or 0-byte file, or another
+    /// application's database) letterbox's tables. With `false`, such a file is refused with
+    /// `errc::store_not_a_database` and left exactly as it was (it is checked through a
+    /// read-only connection before anything is written); a file with an older letterbox schema
+    /// is still migrated. For tools that must act on an existing letterbox database only.
+    bool create_schema_if_missing = true;
+    /// Open every connection with `SQLITE_OPEN_READONLY`: nothing in the file changes, not even
+    /// its journal mode (no `journal_mode=WAL`, no migration, no file is created). The file
+    /// must already hold letterbox's schema at `schema::latest_version()`: a file without it
+    /// is `errc::store_not_a_database`, one with an older version `errc::store_readonly` (a
+    /// read-only open cannot migrate it), one with a newer version `errc::store_schema_too_new`.
+    /// Reads work as usual; `begin()` and every store write fail with `errc::store_readonly`.
+    /// For inspection tools (`letterbox outbox status`). A WAL database is read as SQLite reads
+    /// one read-only: through its `-wal` and `-shm` files, which SQLite creates when they are
+    /// missing and the directory is writable (and cannot remove when it closes); the database
+    /// file itself is never written.
+    bool read_only = false;
 
     /// Connections the pool keeps open while nobody uses them; more are opened on demand
     /// (one per concurrent unit of work or store operation) and closed when returned beyond

@@ -6,6 +6,7 @@
 #include <letterbox/outbox/outbox_record.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/detail/database_state.hpp>
+#include <letterbox/sqlite/outbox_row_error.hpp>
 #include <letterbox/sqlite/unit_of_work.hpp>
 #include <letterbox/store_time.hpp>
 
@@ -121,13 +122,26 @@ public:
     /// The committed row with this message id, if any.
     std::optional<outbox_record> find(const message_id& id, std::error_code& ec);
 
-    /// The committed rows selected by `query`, in sequence order.
+    /// The committed rows selected by `query`, in sequence order. A row that cannot be read (see
+    /// `outbox_row_error`) fails the whole listing with `errc::store_corrupt`.
     std::vector<outbox_record> list(const outbox_query& query, std::error_code& ec);
+
+    /// Like the other `list`, but a row that cannot be read does not fail the listing: it is
+    /// reported in `unreadable` (its sequence, its stored message id and what is wrong), and the
+    /// other rows are listed. Unreadable rows count toward `query.limit`; to page, pass the
+    /// largest sequence of both results as the next `after_sequence`. For operators' tools,
+    /// which must show what they can and name what they cannot.
+    std::vector<outbox_record> list(const outbox_query& query,
+                                    std::vector<outbox_row_error>& unreadable, std::error_code& ec);
 
     /// Counts by status and the age of the oldest pending row at `now`, from one snapshot.
     outbox_stats stats(store_time now, std::error_code& ec);
 
 private:
+    std::vector<outbox_record> list_rows(const outbox_query& query,
+                                         std::vector<outbox_row_error>* unreadable,
+                                         std::error_code& ec);
+
     /// After an UPDATE by id changed nothing: `errc::record_not_found` if the id is unknown,
     /// else `otherwise`.
     static std::error_code classify_miss(connection& c, std::string_view id, errc otherwise);

@@ -111,3 +111,81 @@ TEST_CASE("amqp url: TLS parameters on amqps", "[amqp][url]") {
         CHECK_THAT(why, Catch::StartsWith("invalid AMQP URL: "));
     }
 }
+
+TEST_CASE("amqp url: redact_url_text hides the password of every hostile URL shape",
+          "[amqp][url]") {
+    using letterbox::amqp::redact_url_text;
+    struct shape {
+        const char* text;
+        const char* redacted;
+    };
+    // The password is "s3cret" (with '/', '?', '#', '@', ':', '%' around it where the shape
+    // says), or the issue's "Sup3r+ss/wd==".
+    const shape shapes[] = {
+        // A password holding '/', '?', '#', ':' or '@', unencoded.
+        {"amqp://ops:Sup3r+ss/wd==@127.0.0.1:5999/%2F", "amqp://ops:***@127.0.0.1:5999/%2F"},
+        {"amqp://ops:q?s3cret@127.0.0.1:5999/", "amqp://ops:***@127.0.0.1:5999/"},
+        {"amqp://ops:s3#cret@127.0.0.1/", "amqp://ops:***@127.0.0.1/"},
+        {"amqp://ops:s3:cret@127.0.0.1/", "amqp://ops:***@127.0.0.1/"},
+        {"amqp://ops:s3@cret@127.0.0.1/", "amqp://ops:***@127.0.0.1/"},
+        {"amqp://ops:s3cret@@127.0.0.1/", "amqp://ops:***@127.0.0.1/"},
+        {"amqps://ops:5672?s3cret=1&@h:5671/", "amqps://ops:***@h:5671/"},
+        // A mistyped scheme, no scheme, another scheme.
+        {"amqp:/ops:s3cret@127.0.0.1:5672/", "amqp:***@127.0.0.1:5672/"},
+        {"amqp:ops:s3cret@h", "amqp:***@h"},
+        {"ops:s3cret@127.0.0.1:5672", "ops:***@127.0.0.1:5672"},
+        {"http://ops:s3cret@h/", "http://ops:***@h/"},
+        {"amqp//ops:s3cret@h", "***@h"},
+        {" amqp://ops:s3cret@h", "***@h"},
+        // Percent-encoded text: kept encoded in the host part, hidden in the userinfo.
+        {"amqp://ops:s3%63ret@h/%2F", "amqp://ops:***@h/%2F"},
+        {"amqp://o%70s:s3cret@h", "amqp://***@h"},
+        {"amqp://ops%3As3cret@h", "amqp://***@h"},
+        // A user name that is not plain, a '#' before the userinfo ends.
+        {"amqp://o#ps:s3cret@h", "amqp://***@h"},
+        {"amqp://o/ps:s3cret@h", "amqp://***@h"},
+        // An '@' further on (vhost, query): everything before it goes.
+        {"amqp://ops:s3cret@h/vh@x", "amqp://ops:***@x"},
+        {"amqp://ops:s3cret@h/?cacertfile=a@b", "amqp://ops:***@b"},
+        // No '@': a ':' that does not start a port may start a password.
+        {"amqp://ops:s3cret", "amqp://ops:***"},
+        {"amqp://ops:s3cret/x?y#z", "amqp://ops:***"},
+        {"amqp:/ops:s3cret", "amqp:/ops:***"},
+        {"ops:s3cret", "ops:***"},
+        {"amqp://[::1:s3cret", "amqp://[***"},
+        {"amqp://[::1]:s3cret/", "amqp://[::1]:***"},
+        // Nothing to hide.
+        {"amqp://ops@h:5672/v", "amqp://ops@h:5672/v"},
+        {"amqp://h:5672/v?heartbeat=10", "amqp://h:5672/v?heartbeat=10"},
+        {"amqp://[::1]:5672/", "amqp://[::1]:5672/"},
+        {"amqp://h:", "amqp://h:"},
+        {"", ""},
+    };
+    for (const auto& s : shapes) {
+        CAPTURE(s.text);
+        const auto r = redact_url_text(s.text);
+        CHECK(r == s.redacted);
+        CHECK(r.find("s3cret") == std::string::npos);
+        CHECK(r.find("cret") == std::string::npos);
+        CHECK(r.find("wd==") == std::string::npos);
+        CHECK(redact_url_text(r) == r); // redacting twice changes nothing
+    }
+}
+
+TEST_CASE("amqp url: a parse error never names text that may be part of a password",
+          "[amqp][url]") {
+    // The '?' of the password starts the "query", so the rest of the password looks like an
+    // unknown key: it must not be echoed.
+    for (const char* bad : {"amqp://ops:5672?s3cret@127.0.0.1/", "amqp://ops:5672?s3cret=1&@h/",
+                            "amqp://ops:5672/s3cret@h/"}) {
+        CAPTURE(bad);
+        std::string why;
+        CHECK_FALSE(try_parse_url(bad, why));
+        CHECK(why.find("s3cret") == std::string::npos);
+        CHECK_THAT(why, Catch::Contains("must be percent-encoded"));
+    }
+    // Without an '@' after it, an unknown key is named: it is a typo worth showing.
+    std::string why;
+    CHECK_FALSE(try_parse_url("amqp://h?hearbeat=5", why));
+    CHECK_THAT(why, Catch::Contains("'hearbeat'"));
+}

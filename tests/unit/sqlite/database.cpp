@@ -207,6 +207,129 @@ TEST_CASE("database reports an unreachable file as unavailable", "[sqlite][datab
     CHECK_THROWS_AS(database::open(dir.file("missing/dir/a.db")), letterbox::error);
 }
 
+namespace {
+
+/// A file's bytes and modification time, to show that an open changed nothing.
+struct file_snapshot {
+    std::string bytes;
+    std::filesystem::file_time_type mtime;
+    friend bool operator==(const file_snapshot&, const file_snapshot&) = default;
+};
+
+file_snapshot snapshot(const std::string& path) {
+    return {read_file(path), std::filesystem::last_write_time(path)};
+}
+
+/// Sets a file's modification time an hour back, so that any write would move it.
+void age(const std::string& path) {
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - 1h);
+}
+
+/// Another application's database: a table of its own, in rollback-journal mode.
+std::string foreign_database(const temp_directory& dir) {
+    const auto path = dir.file("other-app.db");
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(raw,
+                         "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);"
+                         "INSERT INTO customers (name) VALUES ('acme'), ('globex');",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(raw);
+    return path;
+}
+
+} // namespace
+
+TEST_CASE("database opened read-only refuses a file without letterbox's schema and changes "
+          "nothing in it",
+          "[sqlite][database]") {
+    temp_directory dir;
+    database_options read_only;
+    read_only.read_only = true;
+    SECTION("a 0-byte file") {
+        const auto path = dir.file("empty.db");
+        write_file(path, "");
+        age(path);
+        const auto before = snapshot(path);
+        std::error_code ec;
+        auto db = database::open(path, read_only, ec);
+        CHECK(ec == errc::store_not_a_database);
+        CHECK_THAT(db.last_error_message(), Catch::Contains("no letterbox schema"));
+        CHECK(snapshot(path) == before);
+        CHECK(std::filesystem::file_size(path) == 0);
+        CHECK_FALSE(std::filesystem::exists(path + "-wal"));
+    }
+    SECTION("another application's database") {
+        const auto path = foreign_database(dir);
+        age(path);
+        const auto before = snapshot(path);
+        CHECK(open_error(path, read_only) == errc::store_not_a_database);
+        CHECK(snapshot(path) == before);
+        CHECK_FALSE(std::filesystem::exists(path + "-wal"));
+    }
+    SECTION("a missing file is not created") {
+        CHECK(open_error(dir.file("absent.db"), read_only) == errc::store_unavailable);
+        CHECK_FALSE(std::filesystem::exists(dir.file("absent.db")));
+    }
+    SECTION("a file that is not a database") {
+        write_file(dir.file("notes.db"), "These are my notes, not a database.\n");
+        CHECK(open_error(dir.file("notes.db"), read_only) == errc::store_not_a_database);
+    }
+}
+
+TEST_CASE("database opened read-only reads a letterbox database and refuses every write",
+          "[sqlite][database]") {
+    temp_directory dir;
+    const auto path = dir.file("healthy.db");
+    write_file(path, healthy_database_bytes(dir));
+    age(path);
+    const auto before = snapshot(path);
+    {
+        database_options read_only;
+        read_only.read_only = true;
+        auto db = database::open(path, read_only);
+        letterbox::sqlite::outbox_store outbox(db);
+        std::error_code ec;
+        CHECK(outbox.stats(t0(), ec).pending == 20);
+        CHECK_FALSE(ec);
+        const auto rows = outbox.list({}, ec);
+        CHECK_FALSE(ec);
+        REQUIRE(rows.size() == 20);
+        CHECK_FALSE(db.begin(ec).is_open());
+        CHECK(ec == errc::store_readonly);
+        CHECK(outbox.unpark(rows.front().msg.id, t0()) == errc::store_readonly);
+        CHECK(outbox.purge_published(t0(), ec) == 0);
+        CHECK(ec == errc::store_readonly);
+    }
+    CHECK(snapshot(path) == before);
+}
+
+TEST_CASE("database that may not create the schema refuses a foreign file untouched and opens a "
+          "letterbox database",
+          "[sqlite][database]") {
+    temp_directory dir;
+    database_options existing_only;
+    existing_only.create_schema_if_missing = false;
+    const auto foreign = foreign_database(dir);
+    age(foreign);
+    const auto before = snapshot(foreign);
+    CHECK(open_error(foreign, existing_only) == errc::store_not_a_database);
+    CHECK(snapshot(foreign) == before);
+
+    const auto empty = dir.file("empty.db");
+    write_file(empty, "");
+    CHECK(open_error(empty, existing_only) == errc::store_not_a_database);
+    CHECK(std::filesystem::file_size(empty) == 0);
+
+    const auto path = dir.file("healthy.db");
+    write_file(path, healthy_database_bytes(dir));
+    std::error_code ec;
+    auto db = database::open(path, existing_only, ec);
+    REQUIRE_FALSE(ec);
+    auto uow = db.begin(ec); // a letterbox database opened this way is writable as usual
+    CHECK_FALSE(ec);
+}
+
 TEST_CASE("database retries a locked database a bounded number of times, then store_busy",
           "[sqlite][database]") {
     temp_directory dir;

@@ -200,6 +200,51 @@ TEST_CASE("sqlite outbox_store reports a damaged row as store_corrupt, not a cra
     CHECK(st->column_text(0).empty());
 }
 
+TEST_CASE("sqlite outbox_store lists the readable rows and names each unreadable one",
+          "[sqlite][outbox_store]") {
+    outbox_world w;
+    std::vector<letterbox::outbox_entry> entries;
+    for (int i = 0; i < 5; ++i)
+        entries.push_back(w.event(std::to_string(i)));
+    w.add(entries, t0());
+    {
+        auto uow = w.db.begin();
+        REQUIRE_FALSE(uow.connection().exec(
+            "UPDATE letterbox_outbox SET message_id = 'not-a-uuid' WHERE sequence = 2;"
+            "UPDATE letterbox_outbox SET headers = x'01ff' WHERE sequence = 4"));
+        REQUIRE_FALSE(uow.commit());
+    }
+    std::error_code ec;
+    std::vector<letterbox::sqlite::outbox_row_error> unreadable;
+    const auto rows = w.outbox.list({}, unreadable, ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].sequence == 1);
+    CHECK(rows[1].sequence == 3);
+    CHECK(rows[2].sequence == 5);
+    REQUIRE(unreadable.size() == 2);
+    CHECK(unreadable[0].sequence == 2);
+    CHECK(unreadable[0].message_id == "not-a-uuid");
+    CHECK(unreadable[0].what == "message_id is not a UUID");
+    CHECK(unreadable[1].sequence == 4);
+    CHECK(unreadable[1].message_id == letterbox::to_string(entries[3].msg.id));
+    CHECK(unreadable[1].what == "headers are not letterbox's encoding");
+
+    // Unreadable rows count toward the limit, so that paging by sequence sees every row once.
+    letterbox::outbox_query page;
+    page.limit = 2;
+    CHECK(w.outbox.list(page, unreadable, ec).size() == 1);
+    CHECK(unreadable.size() == 1);
+    page.after_sequence = 2;
+    CHECK(w.outbox.list(page, unreadable, ec).size() == 1);
+    CHECK(unreadable.size() == 1);
+    CHECK(unreadable[0].sequence == 4);
+
+    // The listing without a report still fails as a whole.
+    CHECK(w.outbox.list({}, ec).empty());
+    CHECK(ec == errc::store_corrupt);
+}
+
 TEST_CASE("sqlite outbox_store on a database that failed to open reports closed",
           "[sqlite][outbox_store]") {
     temp_directory dir;

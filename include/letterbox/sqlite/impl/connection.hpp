@@ -48,9 +48,11 @@ inline connection connection::open(const std::string& path, const database_optio
 
     c.state_ = std::make_unique<state>();
     c.state_->cache_capacity = options.statement_cache_capacity;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-    if (options.create_if_missing)
-        flags |= SQLITE_OPEN_CREATE;
+    int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+    if (options.read_only)
+        flags |= SQLITE_OPEN_READONLY; // never SQLITE_OPEN_CREATE: a missing file stays missing
+    else
+        flags |= SQLITE_OPEN_READWRITE | (options.create_if_missing ? SQLITE_OPEN_CREATE : 0);
     const int rc = sqlite3_open_v2(path.c_str(), &c.state_->db, flags, nullptr);
     if (rc != SQLITE_OK) {
         // Even a failed open may allocate a handle that carries the message; ~state closes it.
@@ -67,13 +69,18 @@ inline connection connection::open(const std::string& path, const database_optio
     if (auto e = c.run_setup("SELECT count(*) FROM sqlite_master"))
         return fail(e, c.last_error_message());
 
-    std::error_code mode_ec;
-    const std::string mode = c.query_text("PRAGMA journal_mode=WAL", mode_ec);
-    if (mode_ec)
-        return fail(mode_ec, c.last_error_message());
-    if (mode != "wal") {
-        c.state_->last_error.set(SQLITE_ERROR, "journal_mode=WAL was refused");
-        return fail(errc::store_error, "journal_mode=WAL was refused; the journal mode is " + mode);
+    // Switching to WAL writes the file's header: a read-only connection reads the file in
+    // whatever journal mode it is.
+    if (!options.read_only) {
+        std::error_code mode_ec;
+        const std::string mode = c.query_text("PRAGMA journal_mode=WAL", mode_ec);
+        if (mode_ec)
+            return fail(mode_ec, c.last_error_message());
+        if (mode != "wal") {
+            c.state_->last_error.set(SQLITE_ERROR, "journal_mode=WAL was refused");
+            return fail(errc::store_error,
+                        "journal_mode=WAL was refused; the journal mode is " + mode);
+        }
     }
     if (auto e = c.run_setup("PRAGMA foreign_keys=ON"))
         return fail(e, c.last_error_message());

@@ -41,12 +41,72 @@ inline std::error_code quick_check(connection& c, std::string& text) {
     return {};
 }
 
+/// Checks, without writing, that `c`'s file holds letterbox's schema: `errc::store_not_a_database`
+/// for a file without it, `errc::store_schema_too_new` for a newer one and, when `read_only`
+/// (which cannot migrate), `errc::store_readonly` for an older one; `text` says which.
+inline std::error_code check_existing_schema(connection& c, bool read_only, std::string& text) {
+    std::error_code ec;
+    const int version = schema::installed_version(c, ec);
+    if (ec) {
+        text = c.last_error_message();
+        return ec;
+    }
+    if (version == 0) {
+        text = "the file has no letterbox schema: no '" + std::string(schema::component) +
+               "' row in letterbox_schema_version";
+        return errc::store_not_a_database;
+    }
+    if (version > schema::latest_version()) {
+        text = "the database has letterbox schema version " + std::to_string(version) +
+               "; this library knows versions up to " + std::to_string(schema::latest_version());
+        return errc::store_schema_too_new;
+    }
+    if (read_only && version < schema::latest_version()) {
+        text = "the database has letterbox schema version " + std::to_string(version) +
+               "; this library reads version " + std::to_string(schema::latest_version()) +
+               " and a read-only open does not migrate";
+        return errc::store_readonly;
+    }
+    return {};
+}
+
 } // namespace detail
 
 inline database database::open(const std::string& path, const database_options& options,
                                std::error_code& ec) {
     database db;
     auto state = std::make_shared<detail::database_state>(path, options);
+    if (options.read_only || !options.create_schema_if_missing) {
+        // Look before writing anything: a read-only connection checks the schema, so that a file
+        // that is not letterbox's is refused exactly as it was (no WAL switch, no tables).
+        auto probe_options = options;
+        probe_options.read_only = true;
+        std::unique_ptr<connection> probe;
+        ec = state->retrying([&] {
+            std::error_code e;
+            probe = std::make_unique<connection>(
+                connection::open(path, probe_options, e, &db.open_error_));
+            return e;
+        });
+        if (ec)
+            return db;
+        ec = state->retrying([&] {
+            return detail::check_existing_schema(*probe, options.read_only, db.open_error_);
+        });
+        if (ec)
+            return db;
+        if (options.read_only) {
+            if (options.quick_check_on_open) {
+                ec = detail::quick_check(*probe, db.open_error_);
+                if (ec)
+                    return db;
+            }
+            db.open_error_.clear();
+            state->adopt(std::move(probe));
+            db.state_ = std::move(state);
+            return db;
+        }
+    }
     // Two processes (or threads) opening a new file at once can meet in a lock upgrade that
     // SQLite answers with SQLITE_BUSY at once, without waiting (switching to WAL while the
     // other one reads): the open is retried like any busy operation.
@@ -94,6 +154,11 @@ inline unit_of_work database::begin(std::error_code& ec) {
     ec.clear();
     if (!state_) {
         ec = errc::closed;
+        return {};
+    }
+    if (state_->options().read_only) {
+        ec = errc::store_readonly;
+        state_->record_error("the database was opened read-only (database_options::read_only)");
         return {};
     }
     detail::pooled_connection held;

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 // The columns of an outbox_record, in the order detail::read_outbox_record reads them.
 #define LETTERBOX_SQLITE_OUTBOX_COLUMNS                                                            \
@@ -45,17 +47,39 @@ inline std::int64_t clamp_to_int64(std::size_t n) noexcept {
 }
 
 /// Reads the row the statement stands on (columns `LETTERBOX_SQLITE_OUTBOX_COLUMNS`).
-/// A value letterbox cannot have written is `errc::store_corrupt`.
-inline std::error_code read_outbox_record(const statement& st, outbox_record& r) {
+/// A value letterbox cannot have written is `errc::store_corrupt`; `what` (if given) then says
+/// which columns are wrong.
+inline std::error_code read_outbox_record(const statement& st, outbox_record& r,
+                                          std::string* what = nullptr) {
     r.sequence = static_cast<std::uint64_t>(st.column_int64(0));
     const auto id = parse_message_id(st.column_text(1));
     auto headers = decode_headers(st.column_blob(7));
     auto properties = decode_properties(st.column_blob(8));
     const auto status = st.column_int64(11);
     const auto attempts = st.column_int64(12);
-    if (!id || !headers || !properties || status < 0 || status > 2 || attempts < 0 ||
-        attempts > std::numeric_limits<std::uint32_t>::max())
+    const bool status_ok = status >= 0 && status <= 2;
+    const bool attempts_ok = attempts >= 0 && attempts <= std::numeric_limits<std::uint32_t>::max();
+    if (!id || !headers || !properties || !status_ok || !attempts_ok) {
+        if (what) {
+            what->clear();
+            const auto add = [what](std::string_view problem) {
+                if (!what->empty())
+                    *what += "; ";
+                *what += problem;
+            };
+            if (!id)
+                add("message_id is not a UUID");
+            if (!headers)
+                add("headers are not letterbox's encoding");
+            if (!properties)
+                add("properties are not letterbox's encoding");
+            if (!status_ok)
+                add("status " + std::to_string(status) + " is not 0, 1 or 2");
+            if (!attempts_ok)
+                add("attempts " + std::to_string(attempts) + " is out of range");
+        }
         return errc::store_corrupt;
+    }
     r.msg.id = *id;
     r.aggregate_type = std::string(st.column_text(2));
     r.aggregate_id = std::string(st.column_text(3));
@@ -82,13 +106,22 @@ inline std::error_code read_outbox_record(const statement& st, outbox_record& r)
     return {};
 }
 
-/// Reads every row of a prepared SELECT of `LETTERBOX_SQLITE_OUTBOX_COLUMNS`.
-inline std::error_code read_outbox_records(statement& st, std::vector<outbox_record>& rows) {
+/// Reads every row of a prepared SELECT of `LETTERBOX_SQLITE_OUTBOX_COLUMNS`. The first
+/// unreadable row fails the whole read (`errc::store_corrupt`), unless `unreadable` is given:
+/// then each one is reported there and the read goes on.
+inline std::error_code read_outbox_records(statement& st, std::vector<outbox_record>& rows,
+                                           std::vector<outbox_row_error>* unreadable = nullptr) {
     std::error_code ec;
     while (st.step(ec)) {
         outbox_record r;
-        if (auto bad = read_outbox_record(st, r))
-            return bad;
+        std::string what;
+        if (auto bad = read_outbox_record(st, r, unreadable ? &what : nullptr)) {
+            if (!unreadable)
+                return bad;
+            unreadable->push_back({static_cast<std::uint64_t>(st.column_int64(0)),
+                                   std::string(st.column_text(1)), std::move(what)});
+            continue;
+        }
         rows.push_back(std::move(r));
     }
     return ec;
@@ -447,7 +480,21 @@ inline std::optional<outbox_record> outbox_store::find(const message_id& id, std
 
 inline std::vector<outbox_record> outbox_store::list(const outbox_query& query,
                                                      std::error_code& ec) {
+    return list_rows(query, nullptr, ec);
+}
+
+inline std::vector<outbox_record> outbox_store::list(const outbox_query& query,
+                                                     std::vector<outbox_row_error>& unreadable,
+                                                     std::error_code& ec) {
+    return list_rows(query, &unreadable, ec);
+}
+
+inline std::vector<outbox_record> outbox_store::list_rows(const outbox_query& query,
+                                                          std::vector<outbox_row_error>* unreadable,
+                                                          std::error_code& ec) {
     ec.clear();
+    if (unreadable)
+        unreadable->clear();
     std::vector<outbox_record> rows;
     if (!db_) {
         ec = errc::closed;
@@ -483,16 +530,21 @@ inline std::vector<outbox_record> outbox_store::list(const outbox_query& query,
         static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
     ec = db_->run([&](connection& c) -> std::error_code {
         rows.clear();
+        if (unreadable)
+            unreadable->clear();
         std::error_code e;
         auto st = c.prepare(sql, e);
         if (e)
             return e;
         st->bind_int64(1, after);
         st->bind_int64(2, detail::clamp_to_int64(query.limit));
-        return detail::read_outbox_records(*st, rows);
+        return detail::read_outbox_records(*st, rows, unreadable);
     });
-    if (ec)
+    if (ec) {
         rows.clear();
+        if (unreadable)
+            unreadable->clear();
+    }
     return rows;
 }
 
