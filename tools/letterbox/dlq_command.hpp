@@ -349,7 +349,8 @@ inline void print_entry(std::ostream& out, const dlq::dead_letter_entry& e) {
     const auto line = [&](std::string_view label, const std::string& value) {
         out << cell(std::string(label) + ":", 22) << printable(value) << "\n";
     };
-    line("id", e.id);
+    line("id", e.id.empty() ? "- (the message has no id: name it by its handle)" : e.id);
+    line("handle", e.handle);
     line("type", e.type.empty() ? "-" : e.type);
     line("reason", e.reason.empty() ? "-" : e.reason);
     line("exception",
@@ -400,7 +401,9 @@ inline void print_entry(std::ostream& out, const dlq::dead_letter_entry& e) {
 inline nlohmann::json replay_json(const std::string& queue, const dlq::replay_result& r) {
     nlohmann::json failures = nlohmann::json::array();
     for (const auto& f : r.failures)
-        failures.push_back({{"id", f.id}, {"error", f.error.message()}});
+        failures.push_back({{"id", f.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.id)},
+                            {"handle", f.handle},
+                            {"error", f.error.message()}});
     return {{"queue", queue},
             {"replayed", r.replayed},
             {"failed", r.failed},
@@ -477,10 +480,13 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
                 << "\n";
             return ok;
         }
-        out << detail::cell("ID", 38) << detail::cell("TYPE", 20) << detail::cell("REASON", 16)
-            << detail::cell("EXCEPTION", 24) << detail::cell("ATTEMPTS", 9) << "DEAD-LETTERED\n";
+        // A message without an id is listed by its handle, which names that one entry.
+        out << detail::cell("ID (OR HANDLE)", 44) << detail::cell("TYPE", 20)
+            << detail::cell("REASON", 16) << detail::cell("EXCEPTION", 24)
+            << detail::cell("ATTEMPTS", 9) << "DEAD-LETTERED\n";
         for (const auto& e : entries)
-            out << detail::cell(e.id, 38) << detail::cell(e.type.empty() ? "-" : e.type, 20)
+            out << detail::cell(e.id.empty() ? e.handle : e.id, 44)
+                << detail::cell(e.type.empty() ? "-" : e.type, 20)
                 << detail::cell(e.reason.empty() ? "-" : e.reason, 16)
                 << detail::cell(e.exception_type.empty() ? "-" : e.exception_type, 24)
                 << detail::cell(std::to_string(e.attempts), 9)
@@ -507,7 +513,8 @@ int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, 
             out << "replayed " << r.replayed << ", failed " << r.failed << ", skipped " << r.skipped
                 << " (did not match)\n";
             for (const auto& f : r.failures)
-                out << "  failed " << printable(f.id) << ": " << f.error.message() << "\n";
+                out << "  failed " << printable(f.id.empty() ? f.handle : f.id) << ": "
+                    << f.error.message() << "\n";
         }
         if (slot->ec)
             return detail::report(err, args,
