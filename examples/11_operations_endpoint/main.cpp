@@ -2,8 +2,9 @@
 //
 // Example 11: the operations endpoint. A payments worker dead-letters a poison message; an
 // operator finds it through the HTTP endpoint (health, Prometheus metrics, the dead-letter
-// API), is refused without the token, then replays it by reason once the bug is fixed, and
-// watches the dead-letter depth go back to 0. The dashboard at / shows the same in a browser.
+// API, whose message bodies need the token), is refused a replay without the token, then
+// replays it by reason once the bug is fixed, and watches the dead-letter depth go back to 0.
+// The dashboard at / shows the same in a browser.
 //
 // The worker, the broker (the in-memory model) and the endpoint run on one io_context on a
 // background thread; main() plays the operator with a plain HTTP client on 127.0.0.1.
@@ -136,7 +137,8 @@ int main() {
 
     ops::http_server_options options; // 127.0.0.1, limits and timeouts on by default
     options.port = 0;                 // any free port (9464 by default)
-    options.token = token;            // POST and DELETE need "Authorization: Bearer <token>"
+    options.token = token;            // POST, DELETE and message bodies need it:
+                                      // "Authorization: Bearer <token>"
     ops::http_server server(io.get_executor(), options);
     server.add_dead_letter_queue(transport, "payments.work.dlq");
     server.set_metrics([&] { return registry.render(); });
@@ -189,7 +191,10 @@ int main() {
                                "letterbox_dlq_depth{queue=\"payments.work.dlq\"}"})
         std::printf("GET /metrics -> %s\n", metric_line(text, series).c_str());
 
-    auto listed = request(port, http::verb::get, "/dlq/payments.work.dlq?reason=permanent-failure");
+    auto anonymous = request(port, http::verb::get, "/dlq/payments.work.dlq");
+    std::printf("GET /dlq/payments.work.dlq without the token -> %u\n", anonymous.status);
+    auto listed =
+        request(port, http::verb::get, "/dlq/payments.work.dlq?reason=permanent-failure", {}, true);
     const auto entries = nlohmann::json::parse(listed.body).at("entries");
     std::printf("GET /dlq/payments.work.dlq?reason=permanent-failure -> %u, %zu entry: %s, %s\n",
                 listed.status, entries.size(),
@@ -210,7 +215,9 @@ int main() {
     auto queues = request(port, http::verb::get, "/queues");
     std::printf("GET /queues -> %s\n", queues.body.c_str());
     std::printf("worker: 3 of 3 payments processed\n");
-    return health.status == 200 && refused.status == 401 && replayed.status == 200 ? 0 : 1;
+    const bool as_expected = health.status == 200 && anonymous.status == 401 &&
+                             refused.status == 401 && replayed.status == 200;
+    return as_expected ? 0 : 1;
 }
 
 // (clang-format must not rewrap the regexes below: one per line)
@@ -222,6 +229,7 @@ int main() {
 //   GET /metrics -> letterbox_acked_total 2
 //   GET /metrics -> letterbox_dead_lettered_total\{reason="permanent-failure"\} 1
 //   GET /metrics -> letterbox_dlq_depth\{queue="payments\.work\.dlq"\} 1
+//   GET /dlq/payments\.work\.dlq without the token -> 401
 //   GET /dlq/payments\.work\.dlq\?reason=permanent-failure -> 200, 1 entry: permanent-failure,
 //   out_of_range
 //   POST /dlq/payments\.work\.dlq/replay without the token -> 401

@@ -138,7 +138,7 @@ int serve(boost::asio::io_context& io, demo::night<Transport>& n, letterbox::ste
         }
     }
     std::printf("dashboard: http://127.0.0.1:%u/ (dead-letter queues, outbox, metrics); "
-                "operator token: %s\n",
+                "operator token (type it in the page to read and replay dead letters): %s\n",
                 server->local_endpoint().port(), token);
     std::printf("serving until Ctrl-C (SIGINT) or SIGTERM\n");
     std::fflush(stdout);

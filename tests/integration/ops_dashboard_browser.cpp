@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 // The dashboard in a real browser: headless Chromium (Debian's `chromium`, installed when
-// missing) loads the page that http_server serves at `/`, sees the dead-letter queue and its
-// entries, replays one entry with its button, then the rest with the bulk replay by reason, and
-// the depth it shows drops each time. The broker is the in-memory model, so the test needs no
-// RabbitMQ; it is an integration test because it drives a whole browser.
+// missing) loads the page that http_server serves at `/`, sees the dead-letter queue, its
+// entries once the token is typed in (reading them needs it), replays one entry with its
+// button, then the rest with the bulk replay by reason, and the depth it shows drops each
+// time. The broker is the in-memory model, so the test needs no RabbitMQ; it is an
+// integration test because it drives a whole browser.
 //
 // It also takes the screenshot docs/operations.md shows: dashboard.png in the working directory
 // (build/asan/tests under make test); copy it to docs/images/ to update the docs.
@@ -133,6 +134,15 @@ TEST_CASE("dashboard: a replay in the browser drains the dead-letter queue",
     browser.navigate(url);
     INFO("page status: " << browser.evaluate("document.querySelector('#status').textContent"));
     REQUIRE(browser.wait_for(depth_of(dlq) + " === '3'", 20s));
+    // The depths are open; the entries (message bodies) need the token.
+    REQUIRE(browser.wait_for(
+        "document.querySelector('#status').textContent.startsWith('type the token')", 20s));
+    CHECK(browser.evaluate("document.querySelectorAll('#entries tr[data-id]').length") == 0);
+    const auto type_token = [&](const std::string& value) {
+        browser.evaluate("(() => { const t = document.querySelector('#token'); t.value = '" +
+                         value + "'; t.dispatchEvent(new Event('change')); return true; })()");
+    };
+    type_token(token);
     REQUIRE(
         browser.wait_for("document.querySelectorAll('#entries tr[data-id]').length === 3", 20s));
     CHECK(browser.evaluate("document.querySelector('#entries tr[data-id] .reason').textContent") ==
@@ -140,17 +150,18 @@ TEST_CASE("dashboard: a replay in the browser drains the dead-letter queue",
     browser.evaluate("document.querySelector('#entries details').open = true");
     browser.screenshot("dashboard.png");
 
-    // Without the token the replay is refused, and the page says so; nothing moves.
+    // With a wrong token the replay is refused, and the page says so; nothing moves.
+    browser.evaluate("document.querySelector('#token').value = 'not-the-token'; true");
     browser.evaluate("document.querySelector('#entries tr[data-id] button.replay').click()");
     REQUIRE(browser.wait_for(
         "document.querySelector('#status').textContent.startsWith('replay refused')", 20s));
     CHECK(browser.evaluate(depth_of(dlq)) == "3");
+    CHECK(browser.evaluate("document.querySelectorAll('#entries tr[data-id]').length") == 3);
+
+    // With the right one, one entry's button replays that entry only.
+    type_token(token);
     REQUIRE(
         browser.wait_for("document.querySelectorAll('#entries tr[data-id]').length === 3", 20s));
-
-    // With it, one entry's button replays that entry only.
-    browser.evaluate("const t = document.querySelector('#token'); t.value = '" +
-                     std::string(token) + "'; t.dispatchEvent(new Event('change')); true");
     const auto first =
         browser.evaluate("document.querySelector('#entries tr[data-id]').dataset.id");
     browser.evaluate("document.querySelector('#entries tr[data-id] button.replay').click()");

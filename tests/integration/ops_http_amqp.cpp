@@ -162,7 +162,7 @@ TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is li
     CHECK(entries[0]["reason"] == "rejected");
     CHECK(entries[0]["original_queue"] == q);
 
-    auto replayed = call(http::verb::post, "/dlq/" + dlq + "/replay", "{}");
+    auto replayed = call(http::verb::post, "/dlq/" + dlq + "/replay?all=true", "");
     REQUIRE(replayed.result_int() == 200);
     const auto r = nlohmann::json::parse(replayed.body());
     CHECK(r["replayed"] == 2);

@@ -35,7 +35,8 @@ namespace letterbox::dlq {
 ///
 /// - `async_browse(filter, page, tok)`: `void(std::error_code, std::vector<dead_letter_entry>)`,
 ///   the matching entries in queue order, `page.offset` matches skipped and at most
-///   `page.limit` returned. It stops fetching once the page is full.
+///   `page.limit` returned. It stops fetching once the page is full: `page.limit` entries, or
+///   bodies adding up to `page.max_bytes` or more.
 /// - `async_replay(filter, tok)`: `void(std::error_code, replay_result)`. Each matching message
 ///   in turn is republished to its original exchange and routing key with the same message id
 ///   and its failure bookkeeping reset (see docs/dead-letter-operations.md), and only once that

@@ -28,8 +28,9 @@ namespace letterbox::ops {
 /// | GET | `/health/ready`, `/health` | 200 when every readiness check passes, else 503 |
 /// | GET | `/metrics` | the metrics text (`set_metrics`), Prometheus exposition format |
 /// | GET | `/queues` | the registered dead-letter queues and their depths |
-/// | GET | `/dlq/{queue}` | a page of dead-lettered messages, filtered by the query string |
-/// | POST | `/dlq/{queue}/replay` | replays the messages the JSON body's filter selects |
+/// | GET | `/dlq/{queue}` | a filtered page of dead-lettered messages, bodies cut |
+/// | GET | `/dlq/{queue}/messages/{id}` | one whole dead-lettered message |
+/// | POST | `/dlq/{queue}/replay` | replays the selected messages (`?all=true` for every one) |
 /// | DELETE | `/dlq/{queue}` | removes the selected messages (`?all=true` for every one) |
 /// | GET | `/outbox` | the outbox's counts and its pending and parked rows |
 /// | POST | `/outbox/{id}/retry` | unparks a parked row |
@@ -38,24 +39,33 @@ namespace letterbox::ops {
 /// Every JSON error is `{"error": {"code": ..., "message": ...}}`; docs/operations.md has the
 /// whole API.
 ///
-/// Security by default: it listens on 127.0.0.1; the mutating endpoints (POST, DELETE) need
+/// Security by default: it listens on 127.0.0.1, and refuses a non-loopback address without a
+/// token; the mutating endpoints (POST, DELETE) and the reads of message bodies need
 /// `Authorization: Bearer <token>`, compared in constant time, and are refused (403) until
-/// `http_server_options::token` is set; request headers are limited (431), bodies too (413), a
-/// request must arrive within the read timeout (408) and an idle connection is closed; the
-/// number of connections is capped; no response and no log line contains a credential; every
-/// response says `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`.
+/// `http_server_options::token` is set; a request whose `Host` names neither the server nor
+/// an allowed host gets 421 (DNS rebinding), except the health endpoints; request headers are
+/// limited (431), bodies too (413), a request must arrive within the read timeout (408) and an
+/// idle connection is closed; the number of connections is capped, and at the cap the
+/// cheapest connection to lose makes room, with a few more held in reserve for health; the
+/// response bytes held for clients are bounded (503); no response and no log line contains a
+/// credential; every response says `Cache-Control: no-store` and `X-Content-Type-Options:
+/// nosniff`.
 ///
 /// Register what it serves (`add_dead_letter_queue`, `set_outbox`, `set_metrics`,
 /// `add_readiness_check`) before `listen()`. Everything it does runs on a strand of the
-/// executor given to the constructor: store calls, metrics rendering and readiness checks run
-/// there and should be quick; dead-letter operations run on their transport's executor and
-/// complete back on the strand. One scan (browse, replay, purge) runs at a time per queue;
+/// executor given to the constructor, except the outbox store calls: those run on two threads
+/// the server owns (started by `set_outbox`), so a database locked by another process never
+/// blocks the server, and a request that waits for the store longer than
+/// `http_server_options::store_timeout` gets 503. Metrics rendering and readiness checks run
+/// on the strand and should be quick; dead-letter operations run on their transport's executor
+/// and complete back on the strand. One scan (browse, replay, purge) runs at a time per queue;
 /// others wait for it.
 ///
 /// Lifetime: the transports, stores, clocks and relays given to it must outlive it and the
 /// operations it started (a dead-letter scan in flight when the server is stopped still runs
 /// to its end on the transport). `stop()` closes the listening socket and every connection;
-/// destroying the server stops it.
+/// destroying the server stops it, and waits for an outbox store call still running (which
+/// ends within the store's own busy timeout).
 ///
 /// Thread safety: registration and `listen()` from one thread, before the executor serves
 /// requests; `stop()`, `local_endpoint()` and the destructor from any thread.
@@ -75,7 +85,13 @@ class http_server {
 public:
     using executor_type = boost::asio::any_io_executor;
 
-    /// A server on a strand of `ex`; it listens only once `listen()` is called.
+    /// A server on a strand of `ex`; it listens only once `listen()` is called. Throws
+    /// `letterbox::error` (`errc::invalid_argument`, with a message naming the option) when
+    /// `options.address` is neither an IP address nor `localhost`, when it is not a loopback
+    /// address and `options.token` is empty (unless
+    /// `options.allow_non_loopback_without_token`, then it logs a warning), when
+    /// `options.loopback_reads_without_token` is set for a non-loopback address, and when
+    /// `options.max_connections` is 0.
     explicit http_server(executor_type ex, http_server_options options = {});
     http_server(const http_server&) = delete;
     http_server& operator=(const http_server&) = delete;
@@ -92,8 +108,11 @@ public:
     void add_dead_letter_queue(Transport& transport, std::string queue,
                                dlq::dead_letter_queue_options options = {});
 
-    /// Serves `store` under `/outbox`; "now" is `clock.wall_now()`, as the relay's. Replaces
-    /// a previous store. Throws `letterbox::error` (`errc::invalid_state`) after `listen()`.
+    /// Serves `store` under `/outbox`; "now" is `clock.wall_now()`, as the relay's, read on
+    /// the server's strand. The store is called from threads the server owns, concurrently
+    /// with the application's own calls: it must be thread-safe (both shipped stores are).
+    /// Replaces a previous store. Throws `letterbox::error` (`errc::invalid_state`) after
+    /// `listen()`.
     ///
     /// @tparam Store a model of `outbox_store`; it and the clock must outlive the server.
     template <outbox_store Store, clock Clock>
@@ -110,8 +129,8 @@ public:
     void add_readiness_check(std::string name, std::function<readiness()> check);
 
     /// Binds `options.address:options.port` and starts accepting. Returns the bind error
-    /// (address in use, bad address), or `errc::invalid_state` when already listening or
-    /// stopped.
+    /// (address in use, an address of no interface of this host), which the log also reports
+    /// with the address and port, or `errc::invalid_state` when already listening or stopped.
     std::error_code listen();
 
     /// The address and port it listens on (the actual port when `options.port` was 0); the

@@ -20,18 +20,12 @@
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
-#include "unit/dlq/dlq_world.hpp"
+#include "unit/ops/http_test_support.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -39,219 +33,26 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
 namespace {
 
-namespace http = boost::beast::http;
-using tcp = boost::asio::ip::tcp;
-using namespace std::chrono_literals;
-using letterbox::ops::http_server;
-using letterbox::ops::http_server_options;
+using namespace ops_test;
 
 static_assert(letterbox::ops::connection_state_reporter<letterbox::in_memory_transport>);
 static_assert(letterbox::ops::relay_counters_source<
               letterbox::outbox_relay<letterbox::in_memory_outbox_store,
                                       letterbox::in_memory_transport, letterbox::virtual_clock>>);
 
-constexpr const char* token = "s3cret-T0ken-xyz";
-
 /// A relay stand-in whose lag the test sets.
 struct fake_relay {
     letterbox::relay_counters c{};
     letterbox::relay_counters counters() const noexcept { return c; }
 };
-
-struct reply {
-    http::response<http::string_body> res;
-    nlohmann::json json() const { return nlohmann::json::parse(res.body()); }
-    int status() const { return res.result_int(); }
-    std::string text() const {
-        std::ostringstream out;
-        out << res;
-        return out.str();
-    }
-};
-
-/// The dead-letter world of the dlq tests (five dead letters in `work.dlq`), an outbox, and an
-/// http_server on an ephemeral loopback port; real-time driving for the sockets.
-struct fixture : dlq_test::world {
-    std::vector<letterbox::message_id> ids;
-    letterbox::in_memory_outbox_store outbox;
-    std::vector<std::string> log_lines;
-    std::vector<std::string> seen; // every response and log line, to look for the token
-
-    fixture() {
-        ids.push_back(dead_letter_natively("order.placed", R"({"order":1})"));
-        ids.push_back(
-            dead_letter_natively("payment.requested", R"({"payment":1})", {{"x-tenant", "acme"}}));
-        dlq_test::fault a;
-        ids.push_back(
-            dead_letter_explicitly(a, "order.placed", R"({"order":2})", {{"x-tenant", "acme"}}));
-        dlq_test::fault b;
-        b.reason = "poison";
-        b.exception_type = "std::invalid_argument";
-        ids.push_back(dead_letter_explicitly(b, "order.cancelled", R"({"order":3})"));
-        dlq_test::fault c;
-        ids.push_back(dead_letter_explicitly(c, "order.shipped", R"({"order":4})"));
-        REQUIRE(ready(dlq_test::dlq_name) == 5);
-    }
-
-    http_server_options options(std::string tok = token) {
-        http_server_options o;
-        o.port = 0;
-        o.token = std::move(tok);
-        o.log = [this](std::string_view line) {
-            log_lines.emplace_back(line);
-            seen.emplace_back(line);
-        };
-        return o;
-    }
-
-    std::unique_ptr<http_server> make_server(http_server_options o) {
-        auto s = std::make_unique<http_server>(io.get_executor(), std::move(o));
-        s->add_dead_letter_queue(transport, dlq_test::dlq_name);
-        s->set_outbox(outbox, clock);
-        REQUIRE_FALSE(s->listen());
-        REQUIRE(s->local_endpoint().port() != 0);
-        return s;
-    }
-
-    /// Runs the io_context until `done()` or the real-time deadline.
-    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
-        const auto end = std::chrono::steady_clock::now() + limit;
-        for (std::size_t step = 0; step < 10'000'000; ++step) {
-            if (done())
-                return true;
-            if (std::chrono::steady_clock::now() >= end)
-                return false;
-            io.restart();
-            io.run_one_for(5ms);
-        }
-        return done();
-    }
-};
-
-/// A keep-alive HTTP client on the fixture's io_context.
-struct client {
-    fixture& f;
-    boost::beast::tcp_stream stream;
-    boost::beast::flat_buffer buffer;
-
-    client(fixture& fx, const http_server& s)
-        : f(fx)
-        , stream(fx.io) {
-        std::optional<boost::system::error_code> connected;
-        stream.async_connect(
-            tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), s.local_endpoint().port()),
-            [&](boost::system::error_code ec) { connected = ec; });
-        REQUIRE(f.run_until([&] { return connected.has_value(); }));
-        REQUIRE_FALSE(*connected);
-    }
-
-    void send(http::verb method, const std::string& target, std::optional<std::string> body = {},
-              std::optional<std::string> auth = {}) {
-        http::request<http::string_body> req{method, target, 11};
-        req.set(http::field::host, "127.0.0.1");
-        if (auth)
-            req.set(http::field::authorization, *auth);
-        if (body) {
-            req.set(http::field::content_type, "application/json");
-            req.body() = *body;
-        }
-        req.prepare_payload();
-        std::optional<boost::system::error_code> written;
-        http::async_write(stream, req,
-                          [&](boost::system::error_code ec, std::size_t) { written = ec; });
-        REQUIRE(f.run_until([&] { return written.has_value(); }));
-        REQUIRE_FALSE(*written);
-    }
-
-    reply receive() {
-        reply r;
-        std::optional<boost::system::error_code> read;
-        http::async_read(stream, buffer, r.res,
-                         [&](boost::system::error_code ec, std::size_t) { read = ec; });
-        REQUIRE(f.run_until([&] { return read.has_value(); }));
-        REQUIRE_FALSE(*read);
-        f.seen.push_back(r.text());
-        CHECK(r.res[http::field::cache_control] == "no-store");
-        CHECK(r.res["X-Content-Type-Options"] == "nosniff");
-        return r;
-    }
-
-    reply call(http::verb method, const std::string& target, std::optional<std::string> body = {},
-               std::optional<std::string> auth = {}) {
-        send(method, target, std::move(body), std::move(auth));
-        return receive();
-    }
-
-    reply get(const std::string& target) { return call(http::verb::get, target); }
-    reply post(const std::string& target, std::optional<std::string> body,
-               std::optional<std::string> auth = std::string("Bearer ") + token) {
-        return call(http::verb::post, target, std::move(body), std::move(auth));
-    }
-    reply del(const std::string& target, std::optional<std::string> body = {},
-              std::optional<std::string> auth = std::string("Bearer ") + token) {
-        return call(http::verb::delete_, target, std::move(body), std::move(auth));
-    }
-};
-
-/// Connects, sends `bytes` (all of them, at once), and reads until the server closes the
-/// connection or the deadline passes. Returns what was read and whether the server closed.
-struct raw_result {
-    std::string text;
-    bool closed = false;
-};
-raw_result raw_exchange(fixture& f, const http_server& s, const std::string& bytes,
-                        std::chrono::milliseconds limit = 10s, bool must_write = true) {
-    tcp::socket sock(f.io);
-    std::optional<boost::system::error_code> connected;
-    sock.async_connect(
-        tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), s.local_endpoint().port()),
-        [&](boost::system::error_code ec) { connected = ec; });
-    REQUIRE(f.run_until([&] { return connected.has_value(); }));
-    REQUIRE_FALSE(*connected);
-    std::optional<boost::system::error_code> written;
-    boost::asio::async_write(sock, boost::asio::buffer(bytes),
-                             [&](boost::system::error_code ec, std::size_t) { written = ec; });
-    REQUIRE(f.run_until([&] { return written.has_value(); }));
-    if (must_write)
-        REQUIRE_FALSE(*written);
-    raw_result out;
-    std::array<char, 4096> chunk{};
-    std::function<void(boost::system::error_code, std::size_t)> on_read =
-        [&](boost::system::error_code ec, std::size_t n) {
-            out.text.append(chunk.data(), n);
-            if (ec) {
-                out.closed = true;
-                return;
-            }
-            sock.async_read_some(boost::asio::buffer(chunk), on_read);
-        };
-    sock.async_read_some(boost::asio::buffer(chunk), on_read);
-    const bool ended = f.run_until([&] { return out.closed; }, limit);
-    if (!ended) {
-        boost::system::error_code ignored;
-        sock.close(ignored);
-        REQUIRE(f.run_until([&] { return out.closed; }));
-        out.closed = false;
-    }
-    f.seen.push_back(out.text);
-    return out;
-}
-
-nlohmann::json body_of(const std::string& raw) {
-    const auto at = raw.find("\r\n\r\n");
-    REQUIRE(at != std::string::npos);
-    return nlohmann::json::parse(raw.substr(at + 4));
-}
 
 } // namespace
 
@@ -428,8 +229,8 @@ TEST_CASE("http_server: concurrent scans of one queue run one after the other",
     client b(f, *server);
     // Both requests are in before either scan ends: a concurrent scan would see the messages
     // the other holds as missing.
-    a.send(http::verb::get, "/dlq/work.dlq");
-    b.send(http::verb::get, "/dlq/work.dlq");
+    a.send(http::verb::get, "/dlq/work.dlq", {}, bearer);
+    b.send(http::verb::get, "/dlq/work.dlq", {}, bearer);
     const auto ra = a.receive();
     const auto rb = b.receive();
     REQUIRE(ra.status() == 200);
@@ -468,7 +269,8 @@ TEST_CASE("http_server: replay and purge need the token, malformed JSON is 400 a
         CHECK(c.get("/health/live").status() == 200);
         auto empty = c.post("/dlq/work.dlq/replay", std::string());
         CHECK(empty.status() == 400);
-        CHECK(empty.json()["error"]["message"].get<std::string>().find("send {}") !=
+        CHECK(empty.json()["error"]["code"] == "no_criterion");
+        CHECK(empty.json()["error"]["message"].get<std::string>().find("all=true") !=
               std::string::npos);
         auto member = c.post("/dlq/work.dlq/replay", std::string(R"({"colour": "red"})"));
         CHECK(member.status() == 400);
@@ -525,7 +327,9 @@ TEST_CASE("http_server: without a configured token mutations are 403", "[ops][ht
     CHECK(c.del("/dlq/work.dlq?all=true", {}, std::nullopt).status() == 403);
     CHECK(c.post("/outbox/0b6f1c2e-6f51-4c1e-9a55-3d8b1f3e2a10/retry", std::string()).status() ==
           403);
-    CHECK(c.get("/dlq/work.dlq").status() == 200);
+    // Reading message bodies needs the token as well; the rest stays readable.
+    CHECK(c.get("/dlq/work.dlq").status() == 403);
+    CHECK(c.get("/queues").status() == 200);
     CHECK(f.ready(dlq_test::dlq_name) == 5);
 }
 
@@ -653,23 +457,27 @@ TEST_CASE("http_server: a client that sends half a request gets 408 and is close
     CHECK(silent.text.empty());
 }
 
-TEST_CASE("http_server: connections over max_connections are closed, and stop closes the rest",
+TEST_CASE("http_server: a connection over max_connections takes an idle one's place, and stop "
+          "closes the rest",
           "[ops][http_server]") {
     fixture f;
     auto o = f.options();
     o.max_connections = 1;
+    o.reserved_connections = 0;
     auto server = f.make_server(o);
-    client first(f, *server);
-    CHECK(first.get("/health/live").status() == 200);
-    const auto refused =
-        raw_exchange(f, *server, "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n", 10s, false);
-    CHECK(refused.closed);
-    CHECK(refused.text.empty());
-    CHECK(first.get("/health/live").status() == 200);
+    client idle(f, *server);
+    CHECK(idle.get("/health/live").status() == 200);
+    const auto served = raw_exchange(
+        f, *server, "GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    CHECK(served.closed);
+    CHECK(served.text.starts_with("HTTP/1.1 200"));
     CHECK(std::any_of(f.log_lines.begin(), f.log_lines.end(), [](const std::string& l) {
-        return l.find("max_connections") != std::string::npos;
+        return l.find("closed an idle connection to make room: max_connections (1)") !=
+               std::string::npos;
     }));
 
+    client first(f, *server);
+    CHECK(first.get("/health/live").status() == 200);
     const auto port = server->local_endpoint().port();
     server->stop();
     // The open connection is closed by the server.

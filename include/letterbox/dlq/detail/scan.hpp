@@ -132,8 +132,9 @@ private:
         case scan_kind::browse:
             held_.push_back(std::move(d));
             if (match && matched_++ >= page_.offset) {
+                page_bytes_ += entry.msg.body.size();
                 result_.entries.push_back(std::move(entry));
-                enough_ = result_.entries.size() >= page_.limit;
+                enough_ = result_.entries.size() >= page_.limit || page_bytes_ >= page_.max_bytes;
             }
             return next();
         case scan_kind::export_lines:
@@ -286,6 +287,7 @@ private:
     std::size_t budget_ = 0;
     std::size_t fetched_ = 0;
     std::size_t matched_ = 0;
+    std::size_t page_bytes_ = 0; // browse: the bodies of the entries returned so far
     bool enough_ = false;
     handle_numbering handles_{};
     std::vector<delivery> held_{};

@@ -7,13 +7,17 @@ namespace letterbox::ops::detail {
 
 /// The dashboard `http_server` serves at `/`: one self-contained page (no build step, no
 /// external assets, no framework) over the JSON API of docs/operations.md. It lists the
-/// dead-letter queues with their depths, the entries of the selected queue with their reason
-/// and history, a replay button per entry and a replay of every entry matching a filter.
-/// Mutations send the bearer token typed into the page (kept in the tab's sessionStorage only).
+/// dead-letter queues with their depths, the entries of the selected queue a page at a time
+/// with their reason, history and body preview (the whole message on demand), a replay button
+/// per entry and a replay of every entry matching a filter. Every request sends the bearer
+/// token typed into the page (kept in the tab's sessionStorage only): reading entries needs it
+/// as replays do. An entry is named by its `handle` when it has one (no message id), else by
+/// its `id`, URL-encoded in paths.
 ///
 /// Element ids and classes are a stable contract for the browser test
 /// (tests/integration/ops_dashboard_browser.cpp): `#token`, `#queues tr[data-queue] .depth`,
-/// `#entries tr[data-id] button.replay`, `#bulk-reason`, `#bulk-replay`, `#status`.
+/// `#entries tr[data-id] button.replay`, `#entries tr[data-id] button.whole`, `#bulk-reason`,
+/// `#bulk-replay`, `#prev-page`, `#next-page`, `#status`.
 inline std::string_view dashboard_page() noexcept {
     return R"HTML(<!doctype html>
 <html lang="en">
@@ -42,6 +46,7 @@ inline std::string_view dashboard_page() noexcept {
   details pre { white-space: pre-wrap; word-break: break-word; font-size: 12px;
                 background: #f6f7f9; padding: 6px; margin: 4px 0; }
   .bar { display: flex; gap: 8px; align-items: center; margin-bottom: 10px; }
+  .pager { display: flex; gap: 8px; align-items: center; margin-top: 10px; }
   #status { min-height: 1.4em; margin: 0 20px; color: #3d4650; }
   #status.error { color: #b3261e; }
   button { cursor: pointer; }
@@ -51,7 +56,7 @@ inline std::string_view dashboard_page() noexcept {
 <header>
   <h1>letterbox &middot; dead letters</h1>
   <label>Token <input id="token" type="password" autocomplete="off"
-         placeholder="bearer token for replays"></label>
+         placeholder="bearer token"></label>
 </header>
 <p id="status" role="status"></p>
 <main>
@@ -67,16 +72,25 @@ inline std::string_view dashboard_page() noexcept {
       <button id="bulk-replay" type="button">Replay every entry with this reason</button>
     </div>
     <table id="entries"><thead><tr><th>message</th><th>reason</th><th>attempts</th>
-      <th>dead-lettered</th><th>history</th><th></th></tr></thead><tbody></tbody></table>
+      <th>dead-lettered</th><th>history</th><th>body</th><th></th></tr></thead>
+      <tbody></tbody></table>
+    <div class="pager">
+      <button id="prev-page" type="button" hidden>Previous page</button>
+      <button id="next-page" type="button" hidden>Next page</button>
+      <span id="page-info"></span>
+    </div>
   </section>
 </main>
 <script>
 "use strict";
-const state = { queue: null };
+const state = { queue: null, offset: 0, next: null, starts: [] };
 const $ = (sel) => document.querySelector(sel);
 const token = $("#token");
 token.value = sessionStorage.getItem("letterbox-token") || "";
-token.addEventListener("change", () => sessionStorage.setItem("letterbox-token", token.value));
+token.addEventListener("change", () => {
+  sessionStorage.setItem("letterbox-token", token.value);
+  refresh();
+});
 
 function say(text, isError) {
   const s = $("#status");
@@ -86,16 +100,24 @@ function say(text, isError) {
 
 async function call(method, path, body) {
   const init = { method, headers: {} };
-  if (method !== "GET") init.headers["Authorization"] = "Bearer " + token.value;
+  if (token.value !== "") init.headers["Authorization"] = "Bearer " + token.value;
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
   const res = await fetch(path, init);
   const json = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error((json.error && json.error.message) || res.statusText);
+  if (!res.ok) {
+    const err = new Error((json.error && json.error.message) || res.statusText);
+    err.status = res.status;
+    throw err;
+  }
   return json;
 }
+
+// The name of an entry in paths and filters: its handle (an entry without a message id has
+// one), else its id.
+function keyOf(e) { return e.handle ? e.handle : e.id; }
 
 function cell(row, text, cls) {
   const td = row.insertCell();
@@ -114,7 +136,11 @@ async function loadQueues() {
     if (q.queue === state.queue) row.className = "selected";
     cell(row, q.queue);
     cell(row, q.depth === null ? "?" : q.depth, "depth" + (q.depth > 0 ? " alert" : ""));
-    row.addEventListener("click", () => { state.queue = q.queue; refresh(); });
+    row.addEventListener("click", () => {
+      if (state.queue !== q.queue) { state.offset = 0; state.starts = []; }
+      state.queue = q.queue;
+      refresh();
+    });
   }
   if (state.queue === null && data.queues.length > 0) {
     state.queue = data.queues[0].queue;
@@ -142,27 +168,76 @@ function history(e) {
   return d;
 }
 
+function bodyCell(e) {
+  const d = document.createElement("details");
+  const s = document.createElement("summary");
+  s.textContent = e.body_bytes + " bytes" + (e.body_truncated ? " (preview)" : "");
+  const pre = document.createElement("pre");
+  pre.textContent = e.body_encoding === "base64" ? "base64: " + e.body : e.body;
+  d.append(s, pre);
+  if (e.body_truncated) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "whole";
+    b.textContent = "Load the whole message";
+    b.addEventListener("click", async () => {
+      try {
+        const m = await call("GET", "/dlq/" + encodeURIComponent(state.queue) + "/messages/" +
+                                    encodeURIComponent(keyOf(e)));
+        pre.textContent = m.body_encoding === "base64" ? "base64: " + m.body : m.body;
+        b.remove();
+      } catch (err) {
+        say("cannot load the message: " + err.message, true);
+      }
+    });
+    d.append(b);
+  }
+  return d;
+}
+
 async function loadEntries() {
   const body = $("#entries tbody");
   if (state.queue === null) { body.replaceChildren(); return; }
-  const data = await call("GET", "/dlq/" + encodeURIComponent(state.queue) + "?limit=200");
   $("#entries-title").textContent = "Entries of " + state.queue;
+  let data;
+  try {
+    data = await call("GET", "/dlq/" + encodeURIComponent(state.queue) + "?limit=100&offset=" +
+                      state.offset);
+  } catch (err) {
+    body.replaceChildren();
+    $("#prev-page").hidden = true;
+    $("#next-page").hidden = true;
+    $("#page-info").textContent = "";
+    if (err.status === 401 || err.status === 403)
+      say("type the token to read the entries: " + err.message, true);
+    else
+      throw err;
+    return;
+  }
+  if ($("#status").textContent.startsWith("type the token")) say("", false);
   body.replaceChildren();
   for (const e of data.entries) {
+    const key = keyOf(e);
     const row = body.insertRow();
-    row.dataset.id = e.id;
-    cell(row, e.type ? e.id + " (" + e.type + ")" : e.id);
+    row.dataset.id = key;
+    cell(row, e.type ? key + " (" + e.type + ")" : key);
     cell(row, e.reason, "reason");
     cell(row, e.attempts);
     cell(row, e.dead_lettered_time);
     row.insertCell().append(history(e));
+    row.insertCell().append(bodyCell(e));
     const b = document.createElement("button");
     b.type = "button";
     b.className = "replay";
     b.textContent = "Replay";
-    b.addEventListener("click", () => replay({ ids: [e.id] }));
+    b.addEventListener("click", () => replay({ ids: [key] }));
     row.insertCell().append(b);
   }
+  state.next = data.next_offset;
+  $("#prev-page").hidden = state.starts.length === 0;
+  $("#next-page").hidden = state.next === null;
+  $("#page-info").textContent = data.entries.length === 0 ? "" :
+    "entries " + (data.offset + 1) + " to " + (data.offset + data.entries.length);
 }
 
 async function replay(filter) {
@@ -172,9 +247,21 @@ async function replay(filter) {
         r.failed > 0);
   } catch (err) {
     say("replay refused: " + err.message, true);
+    if (err.status === 401 || err.status === 403) return; // nothing moved
   }
   await refresh();
 }
+
+$("#next-page").addEventListener("click", () => {
+  if (state.next === null) return;
+  state.starts.push(state.offset);
+  state.offset = state.next;
+  refresh();
+});
+$("#prev-page").addEventListener("click", () => {
+  state.offset = state.starts.length > 0 ? state.starts.pop() : 0;
+  refresh();
+});
 
 $("#bulk-replay").addEventListener("click", () => {
   const reason = $("#bulk-reason").value.trim();

@@ -14,7 +14,9 @@
 namespace letterbox::ops::detail {
 
 /// The registered outbox store and its clock, with their types erased. Store calls are
-/// synchronous; "now" is the clock's `wall_now()`, as `outbox_relay` passes it.
+/// synchronous and run on the server's store worker, never on its strand; "now" is the
+/// clock's `wall_now()`, as `outbox_relay` passes it, read on the strand (a clock need not be
+/// thread-safe) and handed to the calls that take it.
 class outbox_endpoint {
 public:
     outbox_endpoint() = default;
@@ -22,10 +24,14 @@ public:
     outbox_endpoint& operator=(const outbox_endpoint&) = delete;
     virtual ~outbox_endpoint() = default;
 
+    /// Reads the clock (on the strand).
+    virtual store_time now() const = 0;
+
+    // Store calls (on the store worker; the store must be thread-safe).
     virtual std::vector<outbox_record> list(const outbox_query& q, std::error_code& ec) = 0;
-    virtual outbox_stats stats(std::error_code& ec) = 0;
+    virtual outbox_stats stats(store_time now, std::error_code& ec) = 0;
     virtual std::optional<outbox_record> find(const message_id& id, std::error_code& ec) = 0;
-    virtual std::error_code unpark(const message_id& id) = 0;
+    virtual std::error_code unpark(const message_id& id, store_time now) = 0;
 };
 
 template <outbox_store Store, clock Clock>
@@ -35,18 +41,22 @@ public:
         : store_(&store)
         , clock_(&clock) {}
 
+    store_time now() const override { return store_time{clock_->wall_now()}; }
+
     std::vector<outbox_record> list(const outbox_query& q, std::error_code& ec) override {
         return store_->list(q, ec);
     }
-    outbox_stats stats(std::error_code& ec) override { return store_->stats(now(), ec); }
+    outbox_stats stats(store_time now, std::error_code& ec) override {
+        return store_->stats(now, ec);
+    }
     std::optional<outbox_record> find(const message_id& id, std::error_code& ec) override {
         return store_->find(id, ec);
     }
-    std::error_code unpark(const message_id& id) override { return store_->unpark(id, now()); }
+    std::error_code unpark(const message_id& id, store_time now) override {
+        return store_->unpark(id, now);
+    }
 
 private:
-    store_time now() const { return store_time{clock_->wall_now()}; }
-
     Store* store_;
     Clock* clock_;
 };

@@ -13,6 +13,27 @@ namespace letterbox::ops::detail {
 
 using letterbox::detail::percent_decode;
 
+/// `text` as one path segment or query value: every byte but the unreserved ones (letters,
+/// digits, `-._~`) as `%XX`, so that a queue name or a message handle cannot change the
+/// structure of a URL built from it.
+inline std::string percent_encode(std::string_view text) {
+    constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        const auto b = static_cast<unsigned char>(c);
+        if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+            b == '-' || b == '.' || b == '_' || b == '~') {
+            out += c;
+        } else {
+            out += '%';
+            out += hex[b >> 4];
+            out += hex[b & 0x0F];
+        }
+    }
+    return out;
+}
+
 /// A request target split into its decoded path segments and its decoded query parameters
 /// (in order, repeated names kept).
 struct parsed_target {

@@ -5,10 +5,12 @@
 #include <letterbox/ops/detail/outbox_endpoint.hpp>
 #include <letterbox/ops/detail/query_string.hpp>
 #include <letterbox/ops/detail/responses.hpp>
+#include <letterbox/ops/detail/store_worker.hpp>
 #include <letterbox/ops/http_server_options.hpp>
 #include <letterbox/ops/readiness.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -17,8 +19,10 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -39,8 +43,17 @@ class server_state;
 /// connection alive. Every member function runs on the server's strand.
 class http_session : public std::enable_shared_from_this<http_session> {
 public:
+    /// Where the connection is, for choosing which one to close when the cap is reached.
+    enum class phase {
+        waiting_first, // a new connection that has sent nothing yet
+        reading,       // a request is arriving
+        busy,          // a request is being handled, or its response written
+        idle,          // kept alive, waiting for the next request
+        closing        // its last response is out; draining before the close
+    };
+
     http_session(std::shared_ptr<server_state> server, boost::asio::ip::tcp::socket socket,
-                 std::uint64_t id);
+                 std::uint64_t id, bool reserve);
     http_session(const http_session&) = delete;
     http_session& operator=(const http_session&) = delete;
     ~http_session();
@@ -50,14 +63,29 @@ public:
     void close() noexcept;
     /// The response to the request being served (once per request).
     void respond(response r);
+    /// The connection closes once the current request's response is written.
+    void close_after_response() noexcept { close_after_ = true; }
+
+    bool is_open() const noexcept { return !closed_; }
+    phase current_phase() const noexcept { return phase_; }
+    std::chrono::steady_clock::time_point phase_since() const noexcept { return since_; }
+    /// Accepted beyond max_connections: serves the health endpoints only.
+    bool reserve() const noexcept { return reserve_; }
+    /// The address the client connected to (the server's side of the connection).
+    const boost::asio::ip::address& local_address() const noexcept { return local_; }
 
 private:
+    void enter(phase p) noexcept {
+        phase_ = p;
+        since_ = std::chrono::steady_clock::now();
+    }
     void wait_for_request();
     void on_first_bytes(boost::system::error_code ec, std::size_t n);
     void read_request();
     void on_read(boost::system::error_code ec);
     void send(response r, bool close_after);
     void on_write(boost::system::error_code ec);
+    void release_held() noexcept;
     void linger_then_close();
     void on_linger(boost::system::error_code ec, std::size_t n);
 
@@ -69,9 +97,15 @@ private:
     response res_;
     std::uint64_t id_;
     std::string remote_;
+    boost::asio::ip::address local_{};
     std::string request_line_; // method and path (no query) of the request being served
     unsigned version_ = 11;
+    phase phase_ = phase::waiting_first;
+    std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
+    std::size_t held_ = 0; // bytes of the response being written, counted by the server
+    bool reserve_ = false;
     bool keep_alive_ = false;
+    bool close_after_ = false;
     bool first_ = true;
     bool timed_out_ = false;
     bool awaiting_response_ = false; // a request was handed to the server, not answered yet
@@ -81,22 +115,21 @@ private:
 };
 
 /// What an `http_server` shares with its sessions and pending operations: the strand, the
-/// acceptor, the live sessions and what was registered. Owned by shared pointers, so the
-/// `http_server` object can go while operations still complete.
+/// acceptor, the live sessions, what was registered, the responses in flight and the store
+/// worker. Owned by shared pointers, so the `http_server` object can go while operations still
+/// complete.
 class server_state : public std::enable_shared_from_this<server_state> {
 public:
-    server_state(boost::asio::any_io_executor ex, http_server_options o)
-        : strand_(boost::asio::make_strand(ex))
-        , options_(std::move(o))
-        , acceptor_(strand_)
-        , retry_(strand_) {}
+    /// Checks the options (address, token, opt-outs); throws `letterbox::error` with
+    /// `errc::invalid_argument` and a message naming the option for what cannot be served.
+    server_state(boost::asio::any_io_executor ex, http_server_options o);
 
     const strand_type& strand() const noexcept { return strand_; }
     const http_server_options& options() const noexcept { return options_; }
 
     // Registration (before listen).
     void add_dlq(std::shared_ptr<dlq_endpoint> e);
-    void set_outbox(std::shared_ptr<outbox_endpoint> e) { outbox_ = std::move(e); }
+    void set_outbox(std::shared_ptr<outbox_endpoint> e);
     void set_metrics(std::function<std::string()> render) { metrics_ = std::move(render); }
     void add_check(std::string name, std::function<readiness()> check) {
         checks_.emplace_back(std::move(name), std::move(check));
@@ -108,6 +141,9 @@ public:
     /// Closes the acceptor and every session (dispatched to the strand).
     void stop();
     bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
+    /// Drops the store calls not started and waits for the running ones (from the
+    /// `http_server`'s destructor, after `stop()`).
+    void shutdown_store();
 
     // For sessions (on the strand).
     void handle(const std::shared_ptr<http_session>& s, request req);
@@ -116,27 +152,46 @@ public:
         if (options_.log)
             options_.log(line);
     }
+    /// The bytes of response bodies being written, across every session.
+    void hold(std::size_t n) noexcept { in_flight_ += n; }
+    void release(std::size_t n) noexcept { in_flight_ -= std::min(n, in_flight_); }
 
 private:
     void accept();
     void on_accept(boost::system::error_code ec, boost::asio::ip::tcp::socket socket);
+    std::shared_ptr<http_session> pick_victim() const;
     void close_all();
 
     using respond_fn = std::function<void(response)>;
+    bool host_allowed(const request& req, const boost::asio::ip::address& local) const;
+    bool token_matches(const request& req) const;
     bool authorized(const request& req, const respond_fn& respond) const;
+    bool authorized_read(const request& req, const respond_fn& respond) const;
+    /// Responds with `r` if its body fits in the response budget, else with 503.
+    void respond_within_budget(const respond_fn& respond, response r) const;
     dlq_endpoint* find_dlq(const std::string& queue) const;
     void get_readiness(const respond_fn& respond) const;
     void get_metrics(const respond_fn& respond) const;
     void get_queues(const respond_fn& respond);
     void browse(const std::string& queue, const parsed_target& t, const respond_fn& respond);
-    void replay(const std::string& queue, const request& req, const respond_fn& respond);
+    void get_message(const std::string& queue, const std::string& id, const parsed_target& t,
+                     const respond_fn& respond);
+    void replay(const std::string& queue, const parsed_target& t, const request& req,
+                const respond_fn& respond);
     void purge(const std::string& queue, const parsed_target& t, const request& req,
                const respond_fn& respond);
     void get_outbox(const parsed_target& t, const respond_fn& respond);
     void retry_outbox(const std::string& id, const respond_fn& respond);
+    /// Runs `work` on the store worker and `done` with its result on the strand; answers 503
+    /// (and drops the late result) when it takes longer than `store_timeout`, or at once when
+    /// too many store calls are waiting.
+    template <class Result>
+    void call_store(const respond_fn& respond, std::function<Result(outbox_endpoint&)> work,
+                    std::function<void(Result)> done);
 
     strand_type strand_;
     http_server_options options_;
+    boost::asio::ip::address address_{};
     boost::asio::ip::tcp::acceptor acceptor_;
     boost::asio::steady_timer retry_;
     boost::asio::ip::tcp::endpoint endpoint_{};
@@ -144,9 +199,12 @@ private:
     std::atomic<bool> stopped_{false};
     std::uint64_t next_session_ = 0;
     std::map<std::uint64_t, std::weak_ptr<http_session>> sessions_;
+    std::size_t in_flight_ = 0;
+    std::size_t store_calls_ = 0; // started on the worker, not yet completed on the strand
 
     std::vector<std::shared_ptr<dlq_endpoint>> dlqs_;
     std::shared_ptr<outbox_endpoint> outbox_;
+    std::shared_ptr<store_worker> store_worker_;
     std::function<std::string()> metrics_;
     std::vector<std::pair<std::string, std::function<readiness()>>> checks_;
 };

@@ -19,6 +19,9 @@ inline http_server::http_server(executor_type ex, http_server_options options)
 
 inline http_server::~http_server() {
     stop();
+    // A store call still running uses the store, which may go right after the server: wait
+    // for it (bounded by the store's own busy timeout).
+    state_->shutdown_store();
 }
 
 inline void http_server::check_not_listening() const {

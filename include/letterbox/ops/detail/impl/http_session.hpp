@@ -6,6 +6,7 @@
 #include <letterbox/ops/detail/server_state.hpp>
 
 #include <boost/asio/error.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/read.hpp>
@@ -20,18 +21,24 @@
 namespace letterbox::ops::detail {
 
 inline http_session::http_session(std::shared_ptr<server_state> server,
-                                  boost::asio::ip::tcp::socket socket, std::uint64_t id)
+                                  boost::asio::ip::tcp::socket socket, std::uint64_t id,
+                                  bool reserve)
     : server_(std::move(server))
     , stream_(std::move(socket))
     , deadline_(server_->strand())
-    , id_(id) {
+    , id_(id)
+    , reserve_(reserve) {
     boost::system::error_code ec;
     const auto peer = stream_.socket().remote_endpoint(ec);
     if (!ec)
         remote_ = peer.address().to_string() + ":" + std::to_string(peer.port());
+    const auto local = stream_.socket().local_endpoint(ec);
+    if (!ec)
+        local_ = local.address();
 }
 
 inline http_session::~http_session() {
+    release_held();
     server_->forget(id_);
 }
 
@@ -43,6 +50,7 @@ inline void http_session::close() noexcept {
     if (closed_)
         return;
     closed_ = true;
+    release_held();
     deadline_.cancel();
     boost::system::error_code ec;
     stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
@@ -57,6 +65,7 @@ inline void http_session::wait_for_request() {
     if (buffer_.size() != 0)
         return read_request(); // a pipelined request is already here
     const auto& o = server_->options();
+    enter(first_ ? phase::waiting_first : phase::idle);
     stream_.expires_after(first_ ? o.read_timeout : o.idle_timeout);
     stream_.async_read_some(
         buffer_.prepare(1024),
@@ -77,6 +86,7 @@ inline void http_session::on_first_bytes(boost::system::error_code ec, std::size
 // client gets a 408 first.
 inline void http_session::read_request() {
     const auto& o = server_->options();
+    enter(phase::reading);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(o.header_limit));
     parser_->body_limit(o.body_limit);
@@ -124,6 +134,7 @@ inline void http_session::on_read(boost::system::error_code ec) {
                         true);
         return close(); // the client went away
     }
+    enter(phase::busy);
     auto req = parser_->release();
     parser_.reset();
     version_ = req.version();
@@ -158,8 +169,9 @@ inline void http_session::send(response r, bool close_after) {
     namespace http = boost::beast::http;
     if (closed_)
         return;
+    enter(phase::busy);
     r.version(version_ == 10 ? 10 : 11);
-    r.keep_alive(keep_alive_ && !close_after && !server_->stopped());
+    r.keep_alive(keep_alive_ && !close_after && !close_after_ && !server_->stopped());
     r.set(http::field::cache_control, "no-store");
     r.set("X-Content-Type-Options", "nosniff");
     r.prepare_payload();
@@ -174,6 +186,9 @@ inline void http_session::send(response r, bool close_after) {
         server_->log(line);
     }
     request_line_.clear();
+    // Counted until written: what clients that read slowly (or never) make the server hold.
+    held_ = res_.body().size();
+    server_->hold(held_);
     stream_.expires_after(server_->options().write_timeout);
     http::async_write(stream_, res_,
                       [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
@@ -182,18 +197,29 @@ inline void http_session::send(response r, bool close_after) {
 }
 
 inline void http_session::on_write(boost::system::error_code ec) {
+    release_held();
+    if (ec == boost::beast::error::timeout && !closed_)
+        server_->log("ops http: " + (remote_.empty() ? std::string("-") : remote_) +
+                     " write timed out: the response was dropped");
     if (ec || closed_)
         return close();
-    if (!res_.keep_alive())
-        return linger_then_close();
+    const bool keep = res_.keep_alive();
     res_ = {};
+    if (!keep)
+        return linger_then_close();
     wait_for_request();
+}
+
+inline void http_session::release_held() noexcept {
+    server_->release(held_);
+    held_ = 0;
 }
 
 // After a response that closes the connection: stop sending, then read and drop what the client
 // still sends for a short while, so that closing with unread data (which sends a reset) does
 // not destroy the response before the client has read it.
 inline void http_session::linger_then_close() {
+    enter(phase::closing);
     boost::system::error_code ec;
     stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
     if (ec)

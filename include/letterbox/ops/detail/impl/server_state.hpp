@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// Definitions of server_state (included by server_state.hpp): the accept loop and the routes.
+// Definitions of server_state (included by server_state.hpp): the options' checks, the accept
+// loop with its room-making at the cap, and the routes.
 
 #include <letterbox/ops/detail/server_state.hpp>
 
@@ -16,6 +17,9 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/address_v4.hpp>
+#include <boost/asio/ip/address_v6.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/socket_base.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -26,21 +30,85 @@
 #include <charconv>
 #include <chrono>
 #include <exception>
+#include <iterator>
 #include <string_view>
 
 namespace letterbox::ops::detail {
 
-// ---- listening and accepting -------------------------------------------------------------
+// ---- options, listening and accepting ---------------------------------------------------
+
+namespace route {
+
+/// `a` with an IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 peer) as IPv4.
+inline boost::asio::ip::address unmapped(const boost::asio::ip::address& a) {
+    namespace ip = boost::asio::ip;
+    if (a.is_v6() && a.to_v6().is_v4_mapped())
+        return ip::make_address_v4(ip::v4_mapped, a.to_v6());
+    return a;
+}
+
+inline bool is_loopback(const boost::asio::ip::address& a) {
+    return unmapped(a).is_loopback();
+}
+
+/// The address `http_server_options::address` names: an IP address, or localhost.
+inline boost::asio::ip::address parse_listen_address(const std::string& text) {
+    if (text == "localhost")
+        return boost::asio::ip::make_address_v4("127.0.0.1");
+    boost::system::error_code ec;
+    const auto a = boost::asio::ip::make_address(text, ec);
+    if (!ec)
+        return a;
+    std::string message = "http_server_options::address '" + text +
+                          "' is not an IP address: give an IPv4 or IPv6 address (127.0.0.1, "
+                          "::1, 0.0.0.0, ::) or localhost; host names are not resolved";
+    if (text.find(':') != std::string::npos)
+        message += " (the port goes in http_server_options::port)";
+    throw letterbox::error(errc::invalid_argument, message);
+}
+
+} // namespace route
+
+inline server_state::server_state(boost::asio::any_io_executor ex, http_server_options o)
+    : strand_(boost::asio::make_strand(ex))
+    , options_(std::move(o))
+    , address_(route::parse_listen_address(options_.address))
+    , acceptor_(strand_)
+    , retry_(strand_) {
+    const auto shown = address_.to_string();
+    const bool loopback = route::is_loopback(address_);
+    if (options_.max_connections == 0)
+        throw letterbox::error(errc::invalid_argument,
+                               "http_server_options::max_connections must be at least 1");
+    if (options_.loopback_reads_without_token && !loopback)
+        throw letterbox::error(errc::invalid_argument,
+                               "http_server_options::loopback_reads_without_token is only for a "
+                               "loopback address, and " +
+                                   shown +
+                                   " is not one: set http_server_options::token and send it");
+    if (!loopback && options_.token.empty()) {
+        if (!options_.allow_non_loopback_without_token)
+            throw letterbox::error(
+                errc::invalid_argument,
+                "http_server_options::address " + shown +
+                    " is not a loopback address and http_server_options::token is empty: "
+                    "anyone who reaches the port could read the queue names, the outbox rows "
+                    "and the metrics. Set a token, listen on 127.0.0.1, or set "
+                    "allow_non_loopback_without_token if a protected network stands in front "
+                    "of the server");
+        log("ops http: warning: listening on " + shown +
+            " without a token (allow_non_loopback_without_token): the queue names, the outbox "
+            "rows and the metrics are open to anyone who reaches the port; message bodies and "
+            "mutations stay disabled");
+    }
+}
 
 inline std::error_code server_state::listen() {
     namespace ip = boost::asio::ip;
     if (listening_ || stopped())
         return make_error_code(errc::invalid_state);
     boost::system::error_code ec;
-    const auto address = ip::make_address(options_.address, ec);
-    if (ec)
-        return ec;
-    const ip::tcp::endpoint ep{address, options_.port};
+    const ip::tcp::endpoint ep{address_, options_.port};
     acceptor_.open(ep.protocol(), ec);
     if (!ec)
         acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec);
@@ -53,6 +121,8 @@ inline std::error_code server_state::listen() {
     if (ec) {
         boost::system::error_code ignored;
         acceptor_.close(ignored);
+        log("ops http: cannot listen on " + address_.to_string() + " port " +
+            std::to_string(options_.port) + ": " + ec.message());
         return ec;
     }
     listening_ = true;
@@ -71,6 +141,40 @@ inline void server_state::accept() {
     });
 }
 
+// At the cap, the connection that costs least to lose: one closing anyway, then one kept alive
+// between requests, then one that has sent nothing, then the oldest half-sent request (a
+// probe's request arrives at once, so a slow one is the likelier attacker). Never one whose
+// request is being handled or answered.
+inline std::shared_ptr<http_session> server_state::pick_victim() const {
+    using phase = http_session::phase;
+    const auto rank = [](phase p) {
+        switch (p) {
+        case phase::closing:
+            return 0;
+        case phase::idle:
+            return 1;
+        case phase::waiting_first:
+            return 2;
+        case phase::reading:
+            return 3;
+        case phase::busy:
+            break;
+        }
+        return 4;
+    };
+    std::shared_ptr<http_session> victim;
+    for (const auto& [id, weak] : sessions_) {
+        auto s = weak.lock();
+        if (!s || !s->is_open() || rank(s->current_phase()) == 4)
+            continue;
+        if (!victim || rank(s->current_phase()) < rank(victim->current_phase()) ||
+            (rank(s->current_phase()) == rank(victim->current_phase()) &&
+             s->phase_since() < victim->phase_since()))
+            victim = std::move(s);
+    }
+    return victim;
+}
+
 inline void server_state::on_accept(boost::system::error_code ec,
                                     boost::asio::ip::tcp::socket socket) {
     if (stopped() || !acceptor_.is_open())
@@ -85,15 +189,51 @@ inline void server_state::on_accept(boost::system::error_code ec,
         });
         return;
     }
-    if (sessions_.size() >= options_.max_connections) {
-        log("ops http: connection refused: max_connections (" +
-            std::to_string(options_.max_connections) + ") reached");
-        boost::system::error_code ignored;
-        socket.close(ignored);
-        return accept();
+    std::size_t open = 0;
+    std::size_t reserved = 0;
+    for (const auto& [id, weak] : sessions_)
+        if (auto s = weak.lock(); s && s->is_open())
+            ++(s->reserve() ? reserved : open);
+    bool reserve = false;
+    if (open >= options_.max_connections) {
+        if (auto victim = pick_victim()) {
+            const char* name = "a silent";
+            switch (victim->current_phase()) {
+            case http_session::phase::closing:
+                name = "a closing";
+                break;
+            case http_session::phase::idle:
+                name = "an idle";
+                break;
+            case http_session::phase::reading:
+                name = "a half-sent request's";
+                break;
+            default:
+                break;
+            }
+            victim->close();
+            log("ops http: closed " + std::string(name) +
+                " connection to make room: max_connections (" +
+                std::to_string(options_.max_connections) + ") reached");
+            if (victim->reserve())
+                --reserved;
+            else
+                --open;
+        }
+        if (open >= options_.max_connections) {
+            if (reserved >= options_.reserved_connections) {
+                log("ops http: connection refused: max_connections (" +
+                    std::to_string(options_.max_connections) +
+                    ") reached, every connection busy and the reserved ones taken");
+                boost::system::error_code ignored;
+                socket.close(ignored);
+                return accept();
+            }
+            reserve = true;
+        }
     }
     const auto id = ++next_session_;
-    auto s = std::make_shared<http_session>(shared_from_this(), std::move(socket), id);
+    auto s = std::make_shared<http_session>(shared_from_this(), std::move(socket), id, reserve);
     sessions_.emplace(id, s);
     s->start();
     accept();
@@ -102,6 +242,11 @@ inline void server_state::on_accept(boost::system::error_code ec,
 inline void server_state::stop() {
     stopped_.store(true, std::memory_order_release);
     boost::asio::dispatch(strand_, [self = shared_from_this()] { self->close_all(); });
+}
+
+inline void server_state::shutdown_store() {
+    if (store_worker_)
+        store_worker_->shutdown();
 }
 
 inline void server_state::close_all() {
@@ -114,6 +259,14 @@ inline void server_state::close_all() {
             live.push_back(std::move(s));
     for (auto& s : live)
         s->close();
+}
+
+inline void server_state::set_outbox(std::shared_ptr<outbox_endpoint> e) {
+    outbox_ = std::move(e);
+    // Two threads: a write blocked on a locked database does not hold up the reads, which
+    // SQLite's WAL serves without the lock.
+    if (!store_worker_)
+        store_worker_ = std::make_shared<store_worker>(2);
 }
 
 inline void server_state::add_dlq(std::shared_ptr<dlq_endpoint> e) {
@@ -211,6 +364,100 @@ std::optional<nlohmann::json> filter_json(const parsed_target& t, Other&& other,
     return j;
 }
 
+/// A 503 that tells the client to come back: the server is busy, not broken.
+inline response busy(std::string_view code, std::string message, int retry_after_seconds = 1) {
+    auto r = error_response(status::service_unavailable, code, message);
+    r.set(boost::beast::http::field::retry_after, std::to_string(retry_after_seconds));
+    return r;
+}
+
+/// What a replay or a purge acts on: the filter (from the query string or the body, not both)
+/// and whether the caller asked for the whole queue (`?all=true`). Anything else in the query
+/// string is refused.
+struct selection {
+    dlq::dead_letter_filter filter{};
+    bool all = false;
+};
+
+inline std::optional<selection> read_selection(const parsed_target& t, const request& req,
+                                               std::optional<response>& refused) {
+    selection out;
+    auto from_query = filter_json(
+        t,
+        [&](const std::string& name, const std::string& value) {
+            if (name == "all" && (value == "true" || value == "false")) {
+                out.all = value == "true";
+                return true;
+            }
+            refused = bad_parameter(
+                name, name == "all" ? "use all=true"
+                                    : "unknown; use reason, exception_type, message_type, since, "
+                                      "until, header.<name>, id, all=true");
+            return false;
+        },
+        refused);
+    if (!from_query)
+        return std::nullopt;
+    nlohmann::json j = std::move(*from_query);
+    if (!req.body().empty()) {
+        if (!j.empty()) {
+            refused = error_response(status::bad_request, "ambiguous_filter",
+                                     "give the filter in the query string or in the body, not "
+                                     "both");
+            return std::nullopt;
+        }
+        j = nlohmann::json::parse(req.body(), nullptr, false);
+        if (j.is_discarded()) {
+            refused =
+                error_response(status::bad_request, "malformed_json", "the body is not valid JSON");
+            return std::nullopt;
+        }
+    }
+    try {
+        out.filter = dlq::dead_letter_filter::from_json(j);
+    } catch (const std::exception& ex) {
+        refused = error_response(status::bad_request, "bad_filter", ex.what());
+        return std::nullopt;
+    }
+    return out;
+}
+
+/// The key that names an entry in URLs and `ids` filters: its handle when it has one (an
+/// entry without a message id), else its id.
+inline std::string entry_key(const nlohmann::json& entry) {
+    if (const auto it = entry.find("handle");
+        it != entry.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
+        return it->get<std::string>();
+    return entry.value("id", std::string());
+}
+
+inline std::string message_url(const std::string& queue, const std::string& key) {
+    return "/dlq/" + percent_encode(queue) + "/messages/" + percent_encode(key);
+}
+
+/// The JSON of `e` for a listing: its body cut to `max_body` bytes (at a character boundary:
+/// a cut inside a UTF-8 sequence is moved before it), with `body_truncated`, `body_bytes` and
+/// `message_url`. The encoding (`body_encoding`) is that of what is shown.
+inline nlohmann::json listing_json(dlq::dead_letter_entry& e, const std::string& queue,
+                                   std::size_t max_body) {
+    const auto size = e.msg.body.size();
+    const bool cut = size > max_body;
+    if (cut) {
+        std::size_t at = max_body;
+        for (int back = 0;
+             back < 3 && at > 0 && (static_cast<unsigned char>(e.msg.body[at]) & 0xC0) == 0x80;
+             ++back)
+            --at;
+        e.msg.body.resize(at);
+        e.msg.body.shrink_to_fit();
+    }
+    auto j = e.to_json();
+    j["body_truncated"] = cut;
+    j["body_bytes"] = size;
+    j["message_url"] = message_url(queue, entry_key(j));
+    return j;
+}
+
 inline nlohmann::json to_json(const outbox_record& r) {
     nlohmann::json j;
     j["id"] = letterbox::to_string(r.msg.id);
@@ -247,6 +494,23 @@ inline void server_state::handle(const std::shared_ptr<http_session>& s, request
     const auto& seg = target->segments;
     const auto method = req.method();
     const bool get = method == http::verb::get;
+    const bool health = !seg.empty() && seg[0] == "health" && seg.size() <= 2;
+
+    // Health answers any Host and on any connection: probes and load balancers name the
+    // server as they please, and it shows no message.
+    if (!health) {
+        if (s->reserve()) {
+            s->close_after_response();
+            return respond(route::busy("busy",
+                                       "every connection is busy: this one, held in reserve "
+                                       "for the health probes, serves /health only"));
+        }
+        if (!host_allowed(req, s->local_address()))
+            return respond(error_response(
+                status::misdirected_request, "unknown_host",
+                "the Host header names neither this server's address nor an allowed host: add "
+                "the name the clients use to http_server_options::allowed_hosts"));
+    }
 
     if (seg.empty()) {
         if (!get)
@@ -254,7 +518,7 @@ inline void server_state::handle(const std::shared_ptr<http_session>& s, request
         return respond(
             make_response(status::ok, "text/html; charset=utf-8", std::string(dashboard_page())));
     }
-    if (seg[0] == "health" && seg.size() <= 2) {
+    if (health) {
         const bool live = seg.size() == 2 && seg[1] == "live";
         if (seg.size() == 2 && !live && seg[1] != "ready")
             return respond(error_response(status::not_found, "not_found",
@@ -276,8 +540,11 @@ inline void server_state::handle(const std::shared_ptr<http_session>& s, request
         return get_queues(respond);
     }
     if (seg[0] == "dlq" && seg.size() == 2) {
-        if (get)
+        if (get) {
+            if (!authorized_read(req, respond))
+                return;
             return browse(seg[1], *target, respond);
+        }
         if (method != http::verb::delete_)
             return respond(route::method_not_allowed("GET, DELETE"));
         if (!authorized(req, respond))
@@ -289,7 +556,14 @@ inline void server_state::handle(const std::shared_ptr<http_session>& s, request
             return respond(route::method_not_allowed("POST"));
         if (!authorized(req, respond))
             return;
-        return replay(seg[1], req, respond);
+        return replay(seg[1], *target, req, respond);
+    }
+    if (seg[0] == "dlq" && seg.size() == 4 && seg[2] == "messages") {
+        if (!get)
+            return respond(route::method_not_allowed("GET"));
+        if (!authorized_read(req, respond))
+            return;
+        return get_message(seg[1], seg[3], *target, respond);
     }
     if (seg[0] == "outbox" && seg.size() == 1) {
         if (!get)
@@ -308,14 +582,58 @@ inline void server_state::handle(const std::shared_ptr<http_session>& s, request
                            "/outbox"));
 }
 
-// Mutations need `Authorization: Bearer <token>`. A missing and a wrong token get the same
-// 401 (nothing tells them apart); no configured token disables mutations (403).
-inline bool server_state::authorized(const request& req, const respond_fn& respond) const {
-    if (options_.token.empty()) {
-        respond(error_response(status::forbidden, "mutations_disabled",
-                               "mutations are disabled: set http_server_options::token"));
+// DNS rebinding: a web page whose name the attacker points at this server's address is the
+// same origin as the server for the browser, which then lets it read the answers; its requests
+// name the attacker's host. So a request must name this server: its address (as bound, or as
+// the connection reached it, which is what a probe uses for a server bound to 0.0.0.0),
+// localhost on a loopback connection (only local processes can use that name), or a
+// configured name. The port is not compared: proxies and port-forwards change it.
+inline bool server_state::host_allowed(const request& req,
+                                       const boost::asio::ip::address& local) const {
+    const auto it = req.find(boost::beast::http::field::host);
+    if (it == req.end())
         return false;
+    std::string_view host = it->value();
+    if (host.starts_with('[')) {
+        const auto close = host.find(']');
+        if (close == std::string_view::npos)
+            return false;
+        host = host.substr(1, close - 1);
+    } else if (const auto colon = host.find(':'); colon != std::string_view::npos) {
+        host = host.substr(0, colon);
     }
+    if (host.empty())
+        return false;
+    std::string lower(host);
+    for (auto& c : lower)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    if (lower == "localhost")
+        return route::is_loopback(local);
+    boost::system::error_code ec;
+    if (const auto named = boost::asio::ip::make_address(lower, ec); !ec) {
+        const auto a = route::unmapped(named);
+        if (a == route::unmapped(local) ||
+            (!address_.is_unspecified() && a == route::unmapped(address_)))
+            return true;
+    }
+    for (const auto& allowed : options_.allowed_hosts) {
+        if (allowed.size() != lower.size())
+            continue;
+        bool same = true;
+        for (std::size_t i = 0; i < lower.size() && same; ++i) {
+            char c = allowed[i];
+            if (c >= 'A' && c <= 'Z')
+                c = static_cast<char>(c - 'A' + 'a');
+            same = c == lower[i];
+        }
+        if (same)
+            return true;
+    }
+    return false;
+}
+
+inline bool server_state::token_matches(const request& req) const {
     std::string_view given;
     if (const auto it = req.find(boost::beast::http::field::authorization); it != req.end()) {
         const std::string_view value = it->value();
@@ -327,14 +645,63 @@ inline bool server_state::authorized(const request& req, const respond_fn& respo
             given = value.substr(scheme.size());
     }
     // Compared even when there is none, so a missing header costs what a wrong one does.
-    if (constant_time_equal(given, options_.token) && !given.empty())
-        return true;
+    return constant_time_equal(given, options_.token) && !given.empty();
+}
+
+namespace route {
+
+inline response unauthorized() {
     auto r = error_response(status::unauthorized, "unauthorized",
                             "this operation needs the header 'Authorization: Bearer <token>' "
                             "with the token configured in http_server_options::token");
     r.set(boost::beast::http::field::www_authenticate, "Bearer");
-    respond(std::move(r));
+    return r;
+}
+
+} // namespace route
+
+// Mutations need `Authorization: Bearer <token>`. A missing and a wrong token get the same
+// 401 (nothing tells them apart); no configured token disables mutations (403).
+inline bool server_state::authorized(const request& req, const respond_fn& respond) const {
+    if (options_.token.empty()) {
+        respond(error_response(status::forbidden, "mutations_disabled",
+                               "mutations are disabled: set http_server_options::token"));
+        return false;
+    }
+    if (token_matches(req))
+        return true;
+    respond(route::unauthorized());
     return false;
+}
+
+// Reads of message bodies (personal data, often) need the token as mutations do, unless a
+// loopback dashboard opted out (the constructor refuses the opt-out on another address).
+inline bool server_state::authorized_read(const request& req, const respond_fn& respond) const {
+    if (options_.loopback_reads_without_token)
+        return true;
+    if (options_.token.empty()) {
+        respond(error_response(status::forbidden, "reads_disabled",
+                               "reading message bodies needs a token: set "
+                               "http_server_options::token (or, for a dashboard on a loopback "
+                               "address only, loopback_reads_without_token)"));
+        return false;
+    }
+    if (token_matches(req))
+        return true;
+    respond(route::unauthorized());
+    return false;
+}
+
+inline void server_state::respond_within_budget(const respond_fn& respond, response r) const {
+    const auto n = r.body().size();
+    const auto budget = options_.max_response_bytes_in_flight;
+    if (n > budget || in_flight_ > budget - n)
+        return respond(route::busy(
+            "busy", "the server holds " + std::to_string(in_flight_) +
+                        " bytes of responses not yet read by their clients, and this one (" +
+                        std::to_string(n) + " bytes) would take it beyond " +
+                        std::to_string(budget) + " (max_response_bytes_in_flight); try again"));
+    respond(std::move(r));
 }
 
 inline void server_state::get_readiness(const respond_fn& respond) const {
@@ -442,41 +809,101 @@ inline void server_state::browse(const std::string& queue, const parsed_target& 
     } catch (const std::exception& ex) {
         return respond(error_response(status::bad_request, "bad_filter", ex.what()));
     }
+    // The scan holds at most max_listing_bytes of bodies (plus one message), and the response
+    // stays under it, bodies cut to previews.
+    p.max_bytes = options_.max_listing_bytes;
+    if (in_flight_ >= options_.max_response_bytes_in_flight)
+        return respond(route::busy("busy", "the server holds as many bytes of responses not yet "
+                                           "read by their clients as it may "
+                                           "(max_response_bytes_in_flight); try again"));
     e->browse(std::move(f), p,
-              [respond, queue, p](std::error_code ec, std::vector<dlq::dead_letter_entry> entries) {
+              [self = shared_from_this(), respond, queue,
+               p](std::error_code ec, std::vector<dlq::dead_letter_entry> entries) {
                   if (ec)
                       return respond(route::operation_failed(ec, "browsing " + queue));
-                  nlohmann::json body;
-                  body["queue"] = queue;
-                  body["offset"] = p.offset;
-                  body["limit"] = p.limit;
-                  body["entries"] = nlohmann::json::array();
+                  const auto max = self->options_.max_listing_bytes;
+                  std::size_t bodies = 0;
                   for (const auto& entry : entries)
-                      body["entries"].push_back(entry.to_json());
-                  respond(json_response(status::ok, body));
+                      bodies += entry.msg.body.size();
+                  const bool full = entries.size() >= p.limit || bodies >= p.max_bytes;
+                  std::string out = R"({"queue":)" + route::json_string(queue) + R"(,"offset":)" +
+                                    std::to_string(p.offset) + R"(,"limit":)" +
+                                    std::to_string(p.limit) + R"(,"entries":[)";
+                  // Room for the end: `],"next_offset":<20 digits>}`.
+                  constexpr std::size_t tail = 40;
+                  std::size_t shown = 0;
+                  for (auto& entry : entries) {
+                      auto text =
+                          route::listing_json(entry, queue, self->options_.listing_body_bytes)
+                              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                      entry = {}; // free the message now
+                      if (shown > 0 && out.size() + 1 + text.size() + tail > max)
+                          break;
+                      if (shown > 0)
+                          out += ',';
+                      out += text;
+                      ++shown;
+                  }
+                  out += R"(],"next_offset":)";
+                  out += shown < entries.size() || full ? std::to_string(p.offset + shown)
+                                                        : std::string("null");
+                  out += '}';
+                  self->respond_within_budget(
+                      respond, make_response(status::ok, "application/json", std::move(out)));
               });
 }
 
-inline void server_state::replay(const std::string& queue, const request& req,
-                                 const respond_fn& respond) {
+inline void server_state::get_message(const std::string& queue, const std::string& key,
+                                      const parsed_target& t, const respond_fn& respond) {
     auto* e = find_dlq(queue);
     if (!e)
         return respond(route::unknown_queue(queue));
-    if (req.body().empty())
-        return respond(error_response(status::bad_request, "empty_body",
-                                      "the body is the filter of the messages to replay: send {} "
-                                      "to replay every message"));
-    auto j = nlohmann::json::parse(req.body(), nullptr, false);
-    if (j.is_discarded())
-        return respond(
-            error_response(status::bad_request, "malformed_json", "the body is not valid JSON"));
+    if (!t.params.empty())
+        return respond(route::bad_parameter(t.params.front().first,
+                                            "unknown; this resource takes no parameter"));
     dlq::dead_letter_filter f;
     try {
+        nlohmann::json j;
+        j["ids"] = nlohmann::json::array({key});
         f = dlq::dead_letter_filter::from_json(j);
     } catch (const std::exception& ex) {
         return respond(error_response(status::bad_request, "bad_filter", ex.what()));
     }
-    e->replay(std::move(f), [respond, queue](std::error_code ec, dlq::replay_result r) {
+    if (in_flight_ >= options_.max_response_bytes_in_flight)
+        return respond(route::busy("busy", "the server holds as many bytes of responses not yet "
+                                           "read by their clients as it may "
+                                           "(max_response_bytes_in_flight); try again"));
+    e->browse(std::move(f), dlq::page{0, 1},
+              [self = shared_from_this(), respond,
+               queue](std::error_code ec, std::vector<dlq::dead_letter_entry> entries) {
+                  if (ec)
+                      return respond(route::operation_failed(ec, "reading " + queue));
+                  if (entries.empty())
+                      return respond(error_response(
+                          status::not_found, "unknown_message",
+                          "the dead-letter queue " + route::json_string(queue) +
+                              " holds no message with this id or handle (any more)"));
+                  auto j = route::listing_json(entries.front(), queue, std::size_t(-1));
+                  entries.clear();
+                  self->respond_within_budget(respond, json_response(status::ok, j));
+              });
+}
+
+inline void server_state::replay(const std::string& queue, const parsed_target& t,
+                                 const request& req, const respond_fn& respond) {
+    auto* e = find_dlq(queue);
+    if (!e)
+        return respond(route::unknown_queue(queue));
+    std::optional<response> refused;
+    auto sel = route::read_selection(t, req, refused);
+    if (!sel)
+        return respond(std::move(*refused));
+    if (!sel->filter.has_criterion() && !sel->all)
+        return respond(error_response(status::bad_request, "no_criterion",
+                                      "this would replay every message of the queue: give a "
+                                      "filter (in the body or the query string), or add "
+                                      "?all=true to mean it"));
+    e->replay(std::move(sel->filter), [respond, queue](std::error_code ec, dlq::replay_result r) {
         if (ec)
             return respond(route::operation_failed(ec, "replaying " + queue + " (" +
                                                            std::to_string(r.replayed) +
@@ -497,50 +924,85 @@ inline void server_state::purge(const std::string& queue, const parsed_target& t
     auto* e = find_dlq(queue);
     if (!e)
         return respond(route::unknown_queue(queue));
-    bool all = false;
     std::optional<response> refused;
-    auto from_query = route::filter_json(
-        t,
-        [&](const std::string& name, const std::string& value) {
-            if (name == "all" && (value == "true" || value == "false")) {
-                all = value == "true";
-                return true;
-            }
-            refused = route::bad_parameter(
-                name, name == "all" ? "use all=true"
-                                    : "unknown; use reason, exception_type, message_type, since, "
-                                      "until, header.<name>, id, all=true");
-            return false;
-        },
-        refused);
-    if (!from_query)
+    auto sel = route::read_selection(t, req, refused);
+    if (!sel)
         return respond(std::move(*refused));
-    nlohmann::json j = std::move(*from_query);
-    if (!req.body().empty()) {
-        if (!j.empty())
-            return respond(error_response(status::bad_request, "ambiguous_filter",
-                                          "give the filter in the query string or in the body, "
-                                          "not both"));
-        j = nlohmann::json::parse(req.body(), nullptr, false);
-        if (j.is_discarded())
-            return respond(error_response(status::bad_request, "malformed_json",
-                                          "the body is not valid JSON"));
-    }
-    dlq::dead_letter_filter f;
-    try {
-        f = dlq::dead_letter_filter::from_json(j);
-    } catch (const std::exception& ex) {
-        return respond(error_response(status::bad_request, "bad_filter", ex.what()));
-    }
-    if (!f.has_criterion() && !all)
+    if (!sel->filter.has_criterion() && !sel->all)
         return respond(error_response(status::bad_request, "no_criterion",
                                       "this would delete every message of the queue: give a "
                                       "filter, or add ?all=true to mean it"));
-    e->purge(std::move(f), [respond, queue](std::error_code ec, std::size_t removed) {
+    e->purge(std::move(sel->filter), [respond, queue](std::error_code ec, std::size_t removed) {
         if (ec)
             return respond(route::operation_failed(ec, "purging " + queue));
         respond(json_response(status::ok, {{"removed", removed}}));
     });
+}
+
+template <class Result>
+void server_state::call_store(const respond_fn& respond,
+                              std::function<Result(outbox_endpoint&)> work,
+                              std::function<void(Result)> done) {
+    // More calls than this waiting means the store is stuck: say so at once instead of
+    // queueing more behind it.
+    constexpr std::size_t max_store_calls = 8;
+    if (store_calls_ >= max_store_calls)
+        return respond(
+            route::busy("store_busy", std::to_string(store_calls_) +
+                                          " outbox store calls are still running (the database may "
+                                          "be locked by another process); try again"));
+    struct call {
+        bool answered = false;
+        boost::asio::steady_timer timer;
+        explicit call(const strand_type& s)
+            : timer(s) {}
+    };
+    auto c = std::make_shared<call>(strand_);
+    c->timer.expires_after(options_.store_timeout);
+    c->timer.async_wait(
+        [c, respond, timeout = options_.store_timeout](boost::system::error_code ec) {
+            if (ec || c->answered)
+                return;
+            c->answered = true;
+            respond(route::busy(
+                "store_busy",
+                "the outbox store did not answer within " + std::to_string(timeout.count()) +
+                    " ms (store_timeout): the database may be locked by another process. The "
+                    "operation may still complete: GET /outbox shows the rows as they are"));
+        });
+    ++store_calls_;
+    auto task = [self = shared_from_this(), endpoint = outbox_, work = std::move(work),
+                 done = std::move(done), respond, c]() mutable {
+        std::optional<Result> r;
+        try {
+            r.emplace(work(*endpoint));
+        } catch (...) {
+        }
+        // Everything that leads back to the server moves into the handler posted to the
+        // strand: nothing of it is released on this thread (see store_worker).
+        auto ex = self->strand_;
+        boost::asio::post(ex, [self = std::move(self), done = std::move(done),
+                               respond = std::move(respond), c = std::move(c),
+                               r = std::move(r)]() mutable {
+            --self->store_calls_;
+            c->timer.cancel();
+            if (c->answered) {
+                self->log("ops http: an outbox store call completed after its request got 503");
+                return;
+            }
+            c->answered = true;
+            if (!r)
+                return respond(error_response(status::internal_server_error, "store_error",
+                                              "the outbox store call failed"));
+            done(std::move(*r));
+        });
+    };
+    if (!store_worker_->post(std::move(task))) {
+        --store_calls_;
+        c->answered = true;
+        c->timer.cancel();
+        respond(error_response(status::service_unavailable, "stopping", "the server is stopping"));
+    }
 }
 
 inline void server_state::get_outbox(const parsed_target& t, const respond_fn& respond) {
@@ -574,42 +1036,60 @@ inline void server_state::get_outbox(const parsed_target& t, const respond_fn& r
             return respond(route::bad_parameter(name, "unknown; use status, after, limit"));
         }
     }
-    std::error_code ec;
-    const auto stats = outbox_->stats(ec);
-    std::vector<outbox_record> rows;
-    const auto read = [&](outbox_status s) {
-        outbox_query q;
-        q.status = s;
-        q.after_sequence = after;
-        q.limit = limit;
-        auto part = outbox_->list(q, ec);
-        rows.insert(rows.end(), std::make_move_iterator(part.begin()),
-                    std::make_move_iterator(part.end()));
+    struct listing {
+        std::error_code ec;
+        outbox_stats stats;
+        std::vector<outbox_record> rows;
     };
-    if (!ec && only)
-        read(*only);
-    if (!ec && !only)
-        read(outbox_status::pending);
-    if (!ec && !only)
-        read(outbox_status::parked);
-    if (ec)
-        return respond(error_response(status::service_unavailable, "store_error",
-                                      "reading the outbox store failed: " + ec.message()));
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
-    if (rows.size() > limit)
-        rows.resize(limit);
-    nlohmann::json body;
-    body["stats"] = {{"pending", stats.pending},
-                     {"leased", stats.leased},
-                     {"parked", stats.parked},
-                     {"published", stats.published},
-                     {"oldest_pending_age_seconds",
-                      std::chrono::duration<double>(stats.oldest_pending_age).count()}};
-    body["rows"] = nlohmann::json::array();
-    for (const auto& r : rows)
-        body["rows"].push_back(route::to_json(r));
-    respond(json_response(status::ok, body));
+    const auto now = outbox_->now();
+    call_store<listing>(
+        respond,
+        [only, after, limit, now](outbox_endpoint& store) {
+            listing out;
+            out.stats = store.stats(now, out.ec);
+            const auto read = [&](outbox_status s) {
+                outbox_query q;
+                q.status = s;
+                q.after_sequence = after;
+                q.limit = limit;
+                auto part = store.list(q, out.ec);
+                out.rows.insert(out.rows.end(), std::make_move_iterator(part.begin()),
+                                std::make_move_iterator(part.end()));
+            };
+            if (!out.ec && only)
+                read(*only);
+            if (!out.ec && !only)
+                read(outbox_status::pending);
+            if (!out.ec && !only)
+                read(outbox_status::parked);
+            return out;
+        },
+        [self = shared_from_this(), respond, limit](listing l) {
+            if (l.ec == errc::store_busy)
+                return respond(route::busy("store_busy", "reading the outbox store failed: " +
+                                                             l.ec.message() + "; try again"));
+            if (l.ec)
+                return respond(
+                    error_response(status::service_unavailable, "store_error",
+                                   "reading the outbox store failed: " + l.ec.message()));
+            auto& rows = l.rows;
+            std::sort(rows.begin(), rows.end(),
+                      [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
+            if (rows.size() > limit)
+                rows.resize(limit);
+            const auto& stats = l.stats;
+            nlohmann::json body;
+            body["stats"] = {{"pending", stats.pending},
+                             {"leased", stats.leased},
+                             {"parked", stats.parked},
+                             {"published", stats.published},
+                             {"oldest_pending_age_seconds",
+                              std::chrono::duration<double>(stats.oldest_pending_age).count()}};
+            body["rows"] = nlohmann::json::array();
+            for (const auto& r : rows)
+                body["rows"].push_back(route::to_json(r));
+            self->respond_within_budget(respond, json_response(status::ok, body));
+        });
 }
 
 inline void server_state::retry_outbox(const std::string& id_text, const respond_fn& respond) {
@@ -620,21 +1100,43 @@ inline void server_state::retry_outbox(const std::string& id_text, const respond
     if (!id)
         return respond(
             error_response(status::bad_request, "bad_id", "the outbox row id is not a UUID"));
-    const auto ec = outbox_->unpark(*id);
-    if (ec == errc::record_not_found)
-        return respond(error_response(status::not_found, "unknown_row",
-                                      "the outbox holds no row with this id"));
-    if (ec == errc::invalid_state) {
-        std::error_code fec;
-        const auto row = outbox_->find(*id, fec);
-        const std::string now = row ? std::string(to_string(row->status)) : "not parked";
-        return respond(error_response(status::conflict, "not_parked",
-                                      "only a parked row can be retried; this one is " + now));
-    }
-    if (ec)
-        return respond(error_response(status::service_unavailable, "store_error",
-                                      "unparking the row failed: " + ec.message()));
-    respond(json_response(status::ok, {{"id", letterbox::to_string(*id)}, {"status", "pending"}}));
+    struct outcome {
+        std::error_code ec;
+        std::optional<outbox_status> now_status;
+    };
+    const auto now = outbox_->now();
+    call_store<outcome>(
+        respond,
+        [id = *id, now](outbox_endpoint& store) {
+            outcome out;
+            out.ec = store.unpark(id, now);
+            if (out.ec == errc::invalid_state) {
+                std::error_code fec;
+                if (const auto row = store.find(id, fec))
+                    out.now_status = row->status;
+            }
+            return out;
+        },
+        [respond, id = *id](outcome o) {
+            if (o.ec == errc::record_not_found)
+                return respond(error_response(status::not_found, "unknown_row",
+                                              "the outbox holds no row with this id"));
+            if (o.ec == errc::invalid_state) {
+                const std::string now =
+                    o.now_status ? std::string(to_string(*o.now_status)) : "not parked";
+                return respond(
+                    error_response(status::conflict, "not_parked",
+                                   "only a parked row can be retried; this one is " + now));
+            }
+            if (o.ec == errc::store_busy)
+                return respond(route::busy(
+                    "store_busy", "unparking the row failed: " + o.ec.message() + "; try again"));
+            if (o.ec)
+                return respond(error_response(status::service_unavailable, "store_error",
+                                              "unparking the row failed: " + o.ec.message()));
+            respond(json_response(status::ok,
+                                  {{"id", letterbox::to_string(id)}, {"status", "pending"}}));
+        });
 }
 
 } // namespace letterbox::ops::detail
