@@ -117,7 +117,10 @@ async function call(method, path, body) {
 
 // The name of an entry in paths and filters: its handle (an entry without a message id has
 // one), else its id.
+// An entry's handle names exactly that entry (a message id names every copy of a message):
+// per-entry actions use it. The id is what operators search by, so the table shows it.
 function keyOf(e) { return e.handle ? e.handle : e.id; }
+function labelOf(e) { return e.id ? e.id : "no id, " + keyOf(e); }
 
 function cell(row, text, cls) {
   const td = row.insertCell();
@@ -220,7 +223,7 @@ async function loadEntries() {
     const key = keyOf(e);
     const row = body.insertRow();
     row.dataset.id = key;
-    cell(row, e.type ? key + " (" + e.type + ")" : key);
+    cell(row, e.type ? labelOf(e) + " (" + e.type + ")" : labelOf(e));
     cell(row, e.reason, "reason");
     cell(row, e.attempts);
     cell(row, e.dead_lettered_time);

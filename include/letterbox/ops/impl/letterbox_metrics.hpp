@@ -56,7 +56,8 @@ inline letterbox_metrics::letterbox_metrics(metrics_registry& r)
     // over them work from the start.
     for (auto reason :
          {middleware::death_reason::permanent_failure, middleware::death_reason::retries_exhausted,
-          middleware::death_reason::handler_failed})
+          middleware::death_reason::handler_failed,
+          middleware::death_reason::missing_idempotency_key})
         dead_lettered(reason);
 }
 

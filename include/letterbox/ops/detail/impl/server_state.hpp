@@ -422,8 +422,8 @@ inline std::optional<selection> read_selection(const parsed_target& t, const req
     return out;
 }
 
-/// The key that names an entry in URLs and `ids` filters: its handle when it has one (an
-/// entry without a message id), else its id.
+/// The key that names an entry in URLs and `ids` filters: its handle, which names exactly that
+/// entry (its id names every copy of the message, and an entry without an id has none).
 inline std::string entry_key(const nlohmann::json& entry) {
     if (const auto it = entry.find("handle");
         it != entry.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
@@ -914,7 +914,10 @@ inline void server_state::replay(const std::string& queue, const parsed_target& 
         body["skipped"] = r.skipped;
         body["failures"] = nlohmann::json::array();
         for (const auto& f : r.failures)
-            body["failures"].push_back({{"id", f.id}, {"error", f.error.message()}});
+            body["failures"].push_back(
+                {{"id", f.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.id)},
+                 {"handle", f.handle},
+                 {"error", f.error.message()}});
         respond(json_response(status::ok, body));
     });
 }
