@@ -399,16 +399,9 @@ inline void print_entry(std::ostream& out, const dlq::dead_letter_entry& e) {
 }
 
 inline nlohmann::json replay_json(const std::string& queue, const dlq::replay_result& r) {
-    nlohmann::json failures = nlohmann::json::array();
-    for (const auto& f : r.failures)
-        failures.push_back({{"id", f.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.id)},
-                            {"handle", f.handle},
-                            {"error", f.error.message()}});
-    return {{"queue", queue},
-            {"replayed", r.replayed},
-            {"failed", r.failed},
-            {"skipped", r.skipped},
-            {"failures", failures}};
+    auto j = r.to_json();
+    j["queue"] = queue;
+    return j;
 }
 
 } // namespace detail

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <string>
 #include <system_error>
@@ -29,6 +31,21 @@ struct replay_result {
     std::size_t skipped = 0;
     /// One per failed message, in queue order.
     std::vector<failure> failures{};
+
+    /// One JSON object for the CLI and the HTTP endpoint:
+    /// `{"replayed", "failed", "skipped", "failures": [{"id", "handle", "error"}, ...]}`, where
+    /// `id` is null for a message without one and `error` is the error's message.
+    nlohmann::json to_json() const {
+        auto list = nlohmann::json::array();
+        for (const auto& f : failures)
+            list.push_back({{"id", f.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.id)},
+                            {"handle", f.handle},
+                            {"error", f.error.message()}});
+        return {{"replayed", replayed},
+                {"failed", failed},
+                {"skipped", skipped},
+                {"failures", std::move(list)}};
+    }
 };
 
 } // namespace letterbox::dlq

@@ -783,3 +783,24 @@ TEST_CASE("a filter refuses the nil id, which would select every entry without a
         dead_letter_filter::from_json({{"ids", {"content-0123456789abcdef0123456789abcdef-12"}}});
     CHECK(f.has_criterion());
 }
+
+TEST_CASE("a failed replay of an entry without a message id names it by its handle",
+          "[dlq][handle]") {
+    id_less w;
+    const auto entries = w.browse();
+    // The copies put straight into the DLQ name no original destination: not republished.
+    auto [ec, r] = w.await2<replay_result>(
+        [&](auto h) { w.dlq.async_replay(id_less::one(entries[8].handle), h); });
+    REQUIRE_FALSE(ec);
+    CHECK(r.failed == 1);
+    REQUIRE(r.failures.size() == 1);
+    CHECK(r.failures[0].id.empty());
+    CHECK(r.failures[0].handle == entries[8].handle);
+    CHECK(r.failures[0].error == errc::invalid_argument);
+    const auto j = r.to_json();
+    CHECK(j["failures"][0]["id"].is_null());
+    CHECK(j["failures"][0]["handle"] == entries[8].handle);
+    CHECK(j["replayed"] == 0);
+    CHECK(j["skipped"] == 9);
+    CHECK(w.ready(dlq_name) == 10);
+}

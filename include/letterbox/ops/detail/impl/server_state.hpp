@@ -908,17 +908,7 @@ inline void server_state::replay(const std::string& queue, const parsed_target& 
             return respond(route::operation_failed(ec, "replaying " + queue + " (" +
                                                            std::to_string(r.replayed) +
                                                            " replayed before the failure)"));
-        nlohmann::json body;
-        body["replayed"] = r.replayed;
-        body["failed"] = r.failed;
-        body["skipped"] = r.skipped;
-        body["failures"] = nlohmann::json::array();
-        for (const auto& f : r.failures)
-            body["failures"].push_back(
-                {{"id", f.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.id)},
-                 {"handle", f.handle},
-                 {"error", f.error.message()}});
-        respond(json_response(status::ok, body));
+        respond(json_response(status::ok, r.to_json()));
     });
 }
 
