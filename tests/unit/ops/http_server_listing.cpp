@@ -65,6 +65,7 @@ TEST_CASE("http_server: a listing of large messages stays under max_listing_byte
 
     const letterbox::ops::http_server_options defaults;
     std::vector<std::string> seen_ids;
+    std::string handle_of_8th;
     std::size_t offset = 0;
     std::size_t pages = 0;
     // 4 bodies of 256 KiB fill a page; the last page may be empty when the one before ended
@@ -83,7 +84,10 @@ TEST_CASE("http_server: a listing of large messages stays under max_listing_byte
             CHECK(e["body_bytes"] == size);
             CHECK(e["body_encoding"] == "utf-8");
             CHECK(e["body"].get<std::string>().size() == defaults.listing_body_bytes);
-            CHECK(e["message_url"] == "/dlq/work.dlq/messages/" + e["id"].get<std::string>());
+            // The link names the entry by its handle, which names that one entry.
+            CHECK(e["message_url"] == "/dlq/work.dlq/messages/" + e["handle"].get<std::string>());
+            if (seen_ids.size() == 8)
+                handle_of_8th = e["handle"].get<std::string>();
         }
         if (j["next_offset"].is_null())
             break;
@@ -102,6 +106,12 @@ TEST_CASE("http_server: a listing of large messages stays under max_listing_byte
     CHECK(whole.json()["body"] == large_body(7, size));
     CHECK(whole.json()["body_truncated"] == false);
     CHECK(whole.json()["body_bytes"] == size);
+    // So does the link as listed, by the entry's handle.
+    REQUIRE(!handle_of_8th.empty());
+    auto by_handle = c.get("/dlq/work.dlq/messages/" + handle_of_8th);
+    REQUIRE(by_handle.status() == 200);
+    CHECK(by_handle.json()["id"] == letterbox::to_string(ids[7]));
+    CHECK(by_handle.json()["body_bytes"] == size);
     CHECK(f.ready(dlq_test::dlq_name) == count);
 }
 
