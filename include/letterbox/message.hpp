@@ -80,8 +80,15 @@ struct message_properties {
 
 /// The letterbox envelope: one message as it travels from the outbox to a handler.
 ///
-/// - `id` is the letterbox message id (AMQP `message-id`); a default-constructed message has
-///   the nil id until one is assigned.
+/// - `id` is the letterbox message id (AMQP `message-id`). A default-constructed message has
+///   the nil id until one is assigned. No message leaves letterbox with the nil id: the outbox
+///   refuses it, and a transport's `async_publish` (`in_memory_transport`, `amqp::transport`)
+///   gives a message whose id is nil a fresh id before it publishes it (the caller's object is
+///   not changed: assign the id yourself when you need to know it). Only a publisher outside
+///   letterbox sends a message without a message-id (or the in-memory broker's channel API,
+///   which plays one and assigns nothing); it arrives with the nil id. A message-id that is not
+///   a letterbox id arrives as `foreign_message_id` of its text (letterbox/basic_properties.hpp
+///   says how properties map to a message).
 /// - `type` is the event or command type name (AMQP `type`).
 /// - `exchange` and `routing_key` say where it is (or was) published.
 /// - `headers` is an AMQP field table.

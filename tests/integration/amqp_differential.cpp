@@ -57,6 +57,17 @@ std::string type_name(queue_type t) {
     return std::string(letterbox::topology::to_string(t));
 }
 
+/// The kinds of queue whose requeue order differs (§0.3 1): classic, quorum, and quorum with a
+/// delivery limit.
+std::vector<std::pair<std::string, queue_arguments>> requeue_kinds() {
+    queue_arguments classic;
+    queue_arguments quorum;
+    quorum.type = queue_type::quorum;
+    queue_arguments limited = quorum;
+    limited.delivery_limit = 5;
+    return {{"classic", classic}, {"quorum", quorum}, {"quorum-limited", limited}};
+}
+
 // ---- routing ---------------------------------------------------------------------------------
 
 // RMQ-RT-01: a subset of routing_SUITE's `topic` table (queue, binding key).
@@ -212,15 +223,14 @@ trace headers_routing(World& w, const std::string& prefix) {
 // ---- requeue order and prefetch --------------------------------------------------------------
 
 /// RMQ-ACK-24 / DLX-08 with basic.get: nack and reject with requeue, out of order; a classic
-/// queue puts them back at their original positions, a quorum queue on 3.10 at the back.
+/// queue puts them back at their original positions, a quorum queue on 3.10 at the back, and a
+/// quorum queue with a delivery limit at the front, in the order they were returned (§0.3 1).
 template <class World>
 trace requeue_order_with_get(World& w, const std::string& prefix) {
     trace out;
     session s(w, prefix, out);
-    for (const auto type : {queue_type::classic, queue_type::quorum}) {
-        const auto q = s.name("Q-" + type_name(type));
-        queue_arguments a;
-        a.type = type;
+    for (const auto& [kind, a] : requeue_kinds()) {
+        const auto q = s.name("Q-" + kind);
         s.declare_queue(q, a);
         for (const char* body : {"m1", "m2", "m3", "m4", "m5"})
             s.publish("", q, body);
@@ -242,16 +252,41 @@ trace requeue_order_with_get(World& w, const std::string& prefix) {
     return out;
 }
 
+/// §0.3 1 with messages still ready behind the returned ones: where a nack or reject with
+/// requeue puts a message. Classic: back at its original position. Quorum without a delivery
+/// limit: at the back, in return order. Quorum with a delivery limit: at the front, in return
+/// order, with x-delivery-count incremented.
+template <class World>
+trace requeue_position_among_ready_messages(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    for (const auto& [kind, a] : requeue_kinds()) {
+        const auto q = s.name("R-" + kind);
+        s.declare_queue(q, a);
+        for (const char* body : {"m1", "m2", "m3", "m4", "m5"})
+            s.publish("", q, body);
+        auto m1 = s.get(q);
+        auto m2 = s.get(q);
+        auto m3 = s.get(q);
+        REQUIRE((m1 && m2 && m3));
+        s.nack(*m3, true);
+        s.reject(*m1, true);
+        s.ack(*m2);
+        s.await_depth(q, 4);
+        s.drain(q);
+    }
+    s.close();
+    return out;
+}
+
 /// RMQ-ACK-13 and ACK-25: a consumer's nacked and rejected deliveries come back to it marked
 /// redelivered, in the order they were returned.
 template <class World>
 trace requeue_order_with_consumer(World& w, const std::string& prefix) {
     trace out;
     session s(w, prefix, out);
-    for (const auto type : {queue_type::classic, queue_type::quorum}) {
-        const auto q = s.name("C-" + type_name(type));
-        queue_arguments a;
-        a.type = type;
+    for (const auto& [kind, a] : requeue_kinds()) {
+        const auto q = s.name("C-" + kind);
         s.declare_queue(q, a);
         for (const char* body : {"m1", "m2", "m3", "m4"})
             s.publish("", q, body);
@@ -587,6 +622,584 @@ trace unknown_delivery_tag(World& w, const std::string& prefix) {
     return out;
 }
 
+// ---- basic.get's message count ---------------------------------------------------------------
+
+/// basic.get-ok's message count comes after the expired messages at the new head were dropped
+/// (rabbit_amqqueue_process:fetch), so an expired run right behind the fetched head is not
+/// counted.
+template <class World>
+trace get_message_count_skips_an_expired_run(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    for (const auto type : {queue_type::classic, queue_type::quorum}) {
+        const auto q = s.name("count-" + type_name(type));
+        queue_arguments a;
+        a.type = type;
+        s.declare_queue(q, a);
+        s.publish("", q, "head");
+        for (const char* body : {"e1", "e2"})
+            s.publish("", q, body, [](letterbox::message& m) { m.properties.expiration = "50"; });
+        s.publish("", q, "tail");
+        s.world().pause(std::chrono::milliseconds{300}); // well past the 50 ms
+        auto head = s.get_counted(q);
+        auto tail = s.get_counted(q);
+        if (head)
+            s.ack(*head);
+        if (tail)
+            s.ack(*tail);
+        s.depth(q);
+    }
+    s.close();
+    return out;
+}
+
+// ---- reply texts, quorum refusals, hard errors (raw channels) --------------------------------
+
+letterbox::topology::queue raw_queue(std::string name, letterbox::field_table args = {},
+                                     bool durable = false) {
+    letterbox::topology::queue q;
+    q.name = std::move(name);
+    q.durable = durable;
+    q.arguments = std::move(args);
+    q.arguments.set("x-expires", std::int64_t{600'000});
+    return q;
+}
+
+letterbox::topology::exchange raw_exchange(std::string name, exchange_type type,
+                                           letterbox::field_table args = {}) {
+    letterbox::topology::exchange x;
+    x.name = std::move(name);
+    x.type = type;
+    x.durable = false;
+    x.auto_delete = true;
+    x.arguments = std::move(args);
+    return x;
+}
+
+/// The full reply texts users grep for: inequivalent arguments (values quoted), an exclusive
+/// queue of another connection (405), deleting a queue that is in use or not empty, deleting
+/// an exchange in use, invalid queue arguments.
+template <class World>
+trace reply_texts(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    auto note = [&](const std::string& what, const std::string& outcome) {
+        s.note(what + ": " + outcome);
+    };
+    const auto x = s.name("X");
+    note("declare X direct", raw.exchange_declare(raw_exchange(x, exchange_type::direct)));
+    note("redeclare X fanout", raw.exchange_declare(raw_exchange(x, exchange_type::fanout)));
+    auto durable_x = raw_exchange(x, exchange_type::direct);
+    durable_x.durable = true;
+    note("redeclare X durable", raw.exchange_declare(durable_x));
+
+    const auto q = s.name("Q");
+    using letterbox::field_table;
+    note("declare Q",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}}})));
+    note("redeclare Q max-length 2000",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int64_t{2000}}})));
+    note("redeclare Q max-length int32 1000",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int32_t{1000}}})));
+    note("redeclare Q without max-length", raw.queue_declare(raw_queue(q)));
+    note("redeclare Q with a message ttl",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}},
+                                                    {"x-message-ttl", std::int64_t{5000}}})));
+    note("redeclare Q max-length as text",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", "1000"}})));
+    note("redeclare Q durable",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}}}, true)));
+    note("redeclare Q classic",
+         raw.queue_declare(raw_queue(
+             q, field_table{{"x-max-length", std::int64_t{1000}}, {"x-queue-type", "classic"}})));
+    note("redeclare Q quorum",
+         raw.queue_declare(raw_queue(
+             q, field_table{{"x-max-length", std::int64_t{1000}}, {"x-queue-type", "quorum"}})));
+    note("redeclare Q with x-max-priority",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}},
+                                                    {"x-max-priority", std::int64_t{5}}})));
+    note("redeclare Q with x-queue-mode",
+         raw.queue_declare(raw_queue(
+             q, field_table{{"x-max-length", std::int64_t{1000}}, {"x-queue-mode", "lazy"}})));
+    note("redeclare Q with x-single-active-consumer",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}},
+                                                    {"x-single-active-consumer", true}})));
+    for (const auto& [what, extra] : std::vector<std::pair<std::string, field_table>>{
+             {"x-delivery-limit", field_table{{"x-delivery-limit", std::int64_t{3}}}},
+             {"x-dead-letter-strategy", field_table{{"x-dead-letter-strategy", "at-most-once"}}},
+             {"x-queue-version", field_table{{"x-queue-version", std::int64_t{1}}}},
+             {"x-max-in-memory-length", field_table{{"x-max-in-memory-length", std::int64_t{5}}}},
+             {"x-queue-master-locator", field_table{{"x-queue-master-locator", "min-masters"}}},
+             {"x-overflow drop-head", field_table{{"x-overflow", "drop-head"}}},
+             {"x-dead-letter-exchange", field_table{{"x-dead-letter-exchange", "dlx"}}},
+             {"an unknown argument", field_table{{"x-letterbox-unknown", "anything"}}},
+             {"x-max-in-memory-bytes", field_table{{"x-max-in-memory-bytes", std::int64_t{5}}}},
+             {"x-quorum-initial-group-size",
+              field_table{{"x-quorum-initial-group-size", std::int64_t{1}}}},
+             {"x-max-age", field_table{{"x-max-age", "1D"}}},
+             {"x-stream-max-segment-size-bytes",
+              field_table{{"x-stream-max-segment-size-bytes", std::int64_t{1000}}}},
+             {"x-initial-cluster-size", field_table{{"x-initial-cluster-size", std::int64_t{1}}}},
+             {"x-queue-leader-locator", field_table{{"x-queue-leader-locator", "client-local"}}},
+         }) {
+        auto d = raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}}});
+        for (const auto& [k, v] : extra)
+            d.arguments.set(k, v);
+        note("redeclare Q with " + what, raw.queue_declare(d));
+    }
+    note("redeclare Q with x-expires 700000", raw.queue_declare([&] {
+        auto d = raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}}});
+        d.arguments.set("x-expires", std::int64_t{700'000});
+        return d;
+    }()));
+    note("redeclare Q the same",
+         raw.queue_declare(raw_queue(q, field_table{{"x-max-length", std::int64_t{1000}}})));
+
+    // Invalid arguments.
+    for (const auto& [what, args] : std::vector<std::pair<std::string, field_table>>{
+             {"max-length -1", field_table{{"x-max-length", std::int64_t{-1}}}},
+             {"max-length text", field_table{{"x-max-length", "many"}}},
+             {"max-priority 256", field_table{{"x-max-priority", std::int64_t{256}}}},
+             {"max-priority -1", field_table{{"x-max-priority", std::int64_t{-1}}}},
+             {"max-priority text", field_table{{"x-max-priority", "high"}}},
+             {"expires 0", field_table{{"x-expires", std::int64_t{0}}}},
+             {"expires -1", field_table{{"x-expires", std::int64_t{-1}}}},
+             {"message-ttl -5", field_table{{"x-message-ttl", std::int64_t{-5}}}},
+             {"max-length-bytes -1", field_table{{"x-max-length-bytes", std::int64_t{-1}}}},
+             {"overflow explode", field_table{{"x-overflow", "explode"}}},
+             {"overflow 1", field_table{{"x-overflow", std::int64_t{1}}}},
+             {"dead-letter-exchange 1", field_table{{"x-dead-letter-exchange", std::int32_t{1}}}},
+             {"dead-letter-routing-key without exchange",
+              field_table{{"x-dead-letter-routing-key", "k"}}},
+             {"dead-letter-routing-key 1",
+              field_table{{"x-dead-letter-exchange", "dlx"},
+                          {"x-dead-letter-routing-key", std::int32_t{1}}}},
+             {"queue-type weird", field_table{{"x-queue-type", "weird"}}},
+             {"queue-type 1", field_table{{"x-queue-type", std::int64_t{1}}}},
+             {"delivery-limit text", field_table{{"x-delivery-limit", "three"}}},
+             {"a classic queue with a delivery limit",
+              field_table{{"x-delivery-limit", std::int64_t{3}}}},
+             {"a classic queue with x-dead-letter-strategy",
+              field_table{{"x-dead-letter-strategy", "at-most-once"}}},
+             {"a classic queue with x-max-in-memory-length",
+              field_table{{"x-max-in-memory-length", std::int64_t{5}}}},
+             {"a classic queue with x-max-in-memory-bytes",
+              field_table{{"x-max-in-memory-bytes", std::int64_t{5}}}},
+             {"a classic queue with x-quorum-initial-group-size",
+              field_table{{"x-quorum-initial-group-size", std::int64_t{1}}}},
+             {"a classic queue with x-max-age", field_table{{"x-max-age", "1D"}}},
+             {"a classic queue with x-stream-max-segment-size-bytes",
+              field_table{{"x-stream-max-segment-size-bytes", std::int64_t{1000}}}},
+             {"a classic queue with x-initial-cluster-size",
+              field_table{{"x-initial-cluster-size", std::int64_t{1}}}},
+             {"a classic queue with x-queue-leader-locator",
+              field_table{{"x-queue-leader-locator", "client-local"}}},
+             {"a classic queue with x-max-length -1 and a delivery limit",
+              field_table{{"x-max-length", std::int64_t{-1}}, {"x-delivery-limit", "three"}}},
+             {"a classic queue with x-queue-mode, x-queue-master-locator, x-queue-version and "
+              "x-single-active-consumer",
+              field_table{{"x-queue-mode", "lazy"},
+                          {"x-queue-master-locator", "min-masters"},
+                          {"x-queue-version", std::int64_t{2}},
+                          {"x-single-active-consumer", true}}},
+             {"a negative max-length and a delivery limit",
+              field_table{{"x-max-length", std::int64_t{-1}},
+                          {"x-delivery-limit", std::int64_t{3}}}},
+         }) {
+        auto d = raw_queue(s.name("invalid"), {});
+        d.arguments = args;
+        note("declare with " + what, raw.queue_declare(d));
+    }
+
+    // Exclusive queue of another connection.
+    const auto excl = s.name("exclusive");
+    {
+        auto owner = w.make_raw();
+        auto d = raw_queue(excl);
+        d.exclusive = true;
+        note("declare exclusive", owner.queue_declare(d));
+        note("declare it from another connection", raw.queue_declare(d));
+        note("passive declare it from another connection", raw.queue_declare(d, true));
+        note("get from another connection", raw.get(excl).outcome);
+        auto plain = raw_queue(excl);
+        note("declare it non-exclusive from the owner", owner.queue_declare(plain));
+        owner.close();
+    }
+
+    // Deleting what is in use or not empty.
+    const auto busy = s.name("busy");
+    note("declare busy", raw.queue_declare(raw_queue(busy)));
+    note("publish to busy", raw.publish("", busy, {}, "one"));
+    note("delete busy if empty", raw.queue_delete(busy, false, true));
+    {
+        auto consumer = w.make_raw();
+        note("consume busy", consumer.basic_consume(busy));
+        note("delete busy if unused", raw.queue_delete(busy, true, false));
+        consumer.close();
+    }
+    const auto bound = s.name("bound");
+    note("declare exchange bound",
+         raw.exchange_declare(raw_exchange(bound, exchange_type::direct)));
+    note("bind busy to bound", raw.queue_bind(busy, bound, "k"));
+    note("delete exchange bound if unused", raw.exchange_delete(bound, true));
+    note("delete busy", raw.queue_delete(busy, false, false));
+    raw.close();
+    s.close();
+    return out;
+}
+
+/// What a 3.10 quorum queue refuses at declaration (406), and which check comes first.
+template <class World>
+trace quorum_declarations(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    using letterbox::field_table;
+    const std::vector<std::pair<std::string, field_table>> arguments = {
+        {"x-max-priority 5", field_table{{"x-max-priority", std::int64_t{5}}}},
+        {"x-queue-mode lazy", field_table{{"x-queue-mode", "lazy"}}},
+        {"x-queue-mode default", field_table{{"x-queue-mode", "default"}}},
+        {"x-queue-master-locator", field_table{{"x-queue-master-locator", "min-masters"}}},
+        {"x-queue-version 2", field_table{{"x-queue-version", std::int64_t{2}}}},
+        {"x-single-active-consumer", field_table{{"x-single-active-consumer", true}}},
+        {"x-max-age", field_table{{"x-max-age", "1D"}}},
+        {"x-message-ttl", field_table{{"x-message-ttl", std::int64_t{1000}}}},
+        {"x-overflow reject-publish-dlx", field_table{{"x-overflow", "reject-publish-dlx"}}},
+        {"x-max-in-memory-length", field_table{{"x-max-in-memory-length", std::int64_t{10}}}},
+        {"x-dead-letter-strategy", field_table{{"x-dead-letter-strategy", "at-most-once"}}},
+        {"x-delivery-limit", field_table{{"x-delivery-limit", std::int64_t{3}}}},
+        {"x-stream-max-segment-size-bytes",
+         field_table{{"x-stream-max-segment-size-bytes", std::int64_t{1000}}}},
+        {"x-initial-cluster-size", field_table{{"x-initial-cluster-size", std::int64_t{1}}}},
+        {"x-queue-leader-locator", field_table{{"x-queue-leader-locator", "client-local"}}},
+        {"x-max-in-memory-bytes", field_table{{"x-max-in-memory-bytes", std::int64_t{1000}}}},
+        {"x-quorum-initial-group-size",
+         field_table{{"x-quorum-initial-group-size", std::int64_t{1}}}},
+        {"x-dead-letter-exchange", field_table{{"x-dead-letter-exchange", "dlx"}}},
+        {"x-queue-mode and x-max-priority",
+         field_table{{"x-queue-mode", "lazy"}, {"x-max-priority", std::int64_t{5}}}},
+        {"x-max-priority and x-queue-mode",
+         field_table{{"x-max-priority", std::int64_t{5}}, {"x-queue-mode", "lazy"}}},
+        {"x-delivery-limit as text", field_table{{"x-delivery-limit", "three"}}},
+        {"x-max-length -1 and x-max-priority",
+         field_table{{"x-max-length", std::int64_t{-1}}, {"x-max-priority", std::int64_t{5}}}},
+    };
+    int n = 0;
+    for (const auto& [what, args] : arguments) {
+        auto d = raw_queue(s.name("qq" + std::to_string(++n)), args, true);
+        d.arguments.set("x-queue-type", "quorum");
+        s.note("declare quorum with " + what + ": " + raw.queue_declare(d));
+    }
+    // Which comes first: a refused argument or a refused property.
+    auto both =
+        raw_queue(s.name("qq-both"), field_table{{"x-max-priority", std::int64_t{5}}}, false);
+    both.arguments.set("x-queue-type", "quorum");
+    s.note("declare a non-durable quorum with x-max-priority: " + raw.queue_declare(both));
+    raw.close();
+    s.close();
+    return out;
+}
+
+/// 540 NOT_IMPLEMENTED is a hard error: global qos on a quorum-queue consume, and
+/// basic.recover(requeue=false), close the whole connection; the connection's other channels
+/// go with it.
+template <class World>
+trace not_implemented_closes_the_connection(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    const auto q = s.name("QQ");
+    auto d = raw_queue(q, letterbox::field_table{{"x-queue-type", "quorum"}}, true);
+    s.note("declare " + q + ": " + raw.queue_declare(d));
+    s.note("publish: " + raw.publish("", q, {}, "m1"));
+    s.note("qos global 5: " + raw.basic_qos(5, true));
+    s.note("consume: " + raw.basic_consume(q));
+    s.note("passive declare after: " + raw.queue_declare(d, true));
+    s.note("recover requeue=false: " + raw.basic_recover(false));
+    s.note("passive declare after: " + raw.queue_declare(d, true));
+    s.note("recover requeue=true: " + raw.basic_recover(true));
+    const auto got = raw.get(q);
+    s.note("get: " + got.outcome);
+    if (got.msg)
+        s.note("ack: " + raw.ack(got.tag));
+    raw.close();
+    s.close();
+    return out;
+}
+
+// ---- alternate exchanges, priorities, queue expiry ---------------------------------------------
+
+/// The `alternate-exchange` argument: what an exchange cannot route goes to its alternate
+/// exchange (through a chain of them, each exchange once), is confirmed and not returned even
+/// though every transport publish is mandatory; an exchange whose bindings matched something
+/// does not use it, even when that led nowhere; dead letters use it too.
+template <class World>
+trace alternate_exchanges(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    using letterbox::field_table;
+    const auto ae = s.name("AE");
+    const auto ae_q = s.name("ae-q");
+    s.declare_exchange(ae, exchange_type::fanout);
+    s.declare_queue(ae_q);
+    s.bind(ae_q, ae, "");
+
+    const auto x = s.name("X");
+    const auto x_q = s.name("x-q");
+    s.declare_exchange(x, exchange_type::direct, field_table{{"alternate-exchange", ae}});
+    s.declare_queue(x_q);
+    s.bind(x_q, x, "k");
+    s.publish(x, "k", "routed by X");
+    s.publish(x, "other", "to the AE");
+
+    // The alternate exchange is missing, or routes nowhere itself.
+    const auto lost = s.name("lost");
+    s.declare_exchange(lost, exchange_type::direct,
+                       field_table{{"alternate-exchange", s.name("missing")}});
+    s.publish(lost, "k", "missing AE");
+    const auto empty_ae = s.name("empty-ae");
+    const auto via_empty = s.name("via-empty");
+    s.declare_exchange(empty_ae, exchange_type::direct);
+    s.declare_exchange(via_empty, exchange_type::direct,
+                       field_table{{"alternate-exchange", empty_ae}});
+    s.publish(via_empty, "k", "AE routes nowhere");
+
+    // A chain of two, and a loop.
+    const auto c1 = s.name("c1");
+    const auto c2 = s.name("c2");
+    s.declare_exchange(c2, exchange_type::direct, field_table{{"alternate-exchange", ae}});
+    s.declare_exchange(c1, exchange_type::topic, field_table{{"alternate-exchange", c2}});
+    s.publish(c1, "nothing.matches", "two hops");
+    const auto l1 = s.name("l1");
+    const auto l2 = s.name("l2");
+    s.declare_exchange(l1, exchange_type::direct, field_table{{"alternate-exchange", l2}});
+    s.declare_exchange(l2, exchange_type::direct, field_table{{"alternate-exchange", l1}});
+    s.publish(l1, "k", "loop");
+
+    // A binding matched (to an exchange that routes nowhere): no alternate exchange.
+    const auto matched = s.name("matched");
+    const auto dead_end = s.name("dead-end");
+    s.declare_exchange(dead_end, exchange_type::direct);
+    s.declare_exchange(matched, exchange_type::direct, field_table{{"alternate-exchange", ae}});
+    s.bind(dead_end, matched, "k", {}, letterbox::topology::destination_kind::exchange);
+    s.publish(matched, "k", "matched a dead end");
+    s.publish(matched, "j", "matched nothing");
+
+    // A dead letter routed through an exchange with an alternate exchange.
+    const auto source = s.name("source");
+    s.declare_queue(source, dead_lettering_to(x, "unbound-key", queue_type::classic));
+    s.publish("", source, "dead letter");
+    if (auto d = s.get(source))
+        s.reject(*d, false);
+    s.await_depth(ae_q, 4);
+    s.drain(x_q);
+    s.drain(ae_q);
+
+    // Redeclaring with another alternate exchange is refused.
+    s.declare_exchange(x, exchange_type::direct, field_table{{"alternate-exchange", c2}});
+    s.close();
+    return out;
+}
+
+/// `x-max-priority` on a classic queue: higher priorities first, FIFO within a priority, no
+/// priority counts as 0, priorities above the maximum count as the maximum; a requeued message
+/// goes back to its place; drop-head drops the highest; a queue without the argument is FIFO.
+template <class World>
+trace classic_priorities(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto with_priority = [](std::uint8_t p) {
+        return [p](letterbox::message& m) {
+            m.properties.priority = p;
+        };
+    };
+    queue_arguments a;
+    a.max_priority = 5;
+    const auto q = s.name("P");
+    s.declare_queue(q, a);
+    s.publish("", q, "none");
+    s.publish("", q, "p3", with_priority(3));
+    s.publish("", q, "p1", with_priority(1));
+    s.publish("", q, "p5", with_priority(5));
+    s.publish("", q, "p9", with_priority(9));
+    s.publish("", q, "p3b", with_priority(3));
+    s.publish("", q, "p0", with_priority(0));
+    auto first = s.get(q);
+    auto second = s.get(q);
+    REQUIRE((first && second));
+    s.nack(*first, true); // back before p9
+    s.ack(*second);
+    s.drain(q);
+
+    queue_arguments limited = a;
+    limited.max_length = 2;
+    const auto l = s.name("P-max-length");
+    s.declare_queue(l, limited);
+    s.publish("", l, "p1", with_priority(1));
+    s.publish("", l, "p5", with_priority(5));
+    s.publish("", l, "p3", with_priority(3));
+    s.drain(l);
+
+    const auto fifo = s.name("fifo");
+    s.declare_queue(fifo);
+    s.publish("", fifo, "p1", with_priority(1));
+    s.publish("", fifo, "p5", with_priority(5));
+    s.drain(fifo);
+
+    // A consumer receives by priority too, when messages wait for it.
+    s.publish("", q, "c1", with_priority(1));
+    s.publish("", q, "c4", with_priority(4));
+    s.publish("", q, "c2", with_priority(2));
+    auto c = s.consume(q, 1);
+    for (std::size_t i = 0; i < 3; ++i) {
+        s.await_deliveries(c, i + 1);
+        if (c.size() > i)
+            s.ack(c[i]);
+    }
+    s.note_deliveries(c);
+    s.cancel(c);
+    s.close();
+    return out;
+}
+
+/// `x-expires` (RMQ-TTL-08): a queue unused for the period is deleted and its messages are
+/// dropped, not dead-lettered. A basic.get, a declare (passive too) and a consumer are uses;
+/// the period starts again after each, and after the last consumer leaves.
+template <class World>
+trace queue_expiry(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    const auto dlx = s.name("dlx");
+    const auto dlq = s.name("DLQ");
+    s.declare_exchange(dlx, exchange_type::fanout);
+    s.declare_queue(dlq);
+    s.bind(dlq, dlx, "");
+    auto expiring = [&](std::string stem) {
+        auto a = dead_lettering_to(dlx, "expired-queue", queue_type::classic);
+        a.expires = std::chrono::milliseconds{2000};
+        const auto name = s.name(stem);
+        s.declare_queue(name, a);
+        return name;
+    };
+    const auto idle = expiring("idle");
+    const auto fetched = expiring("fetched");
+    const auto declared = expiring("declared");
+    const auto consumed = expiring("consumed");
+    for (const char* body : {"m1", "m2"}) {
+        s.publish("", idle, body);
+        s.publish("", fetched, body);
+    }
+    auto c = s.consume(consumed, 10);
+    s.world().pause(std::chrono::milliseconds{800});
+    if (auto d = s.get(fetched))
+        s.ack(*d);
+    s.depth(declared);
+    s.world().pause(std::chrono::milliseconds{1600}); // t = 2.4 s
+    for (const auto& q : {idle, fetched, declared, consumed})
+        s.depth(q);
+    s.cancel(c);
+    s.world().pause(std::chrono::milliseconds{2500}); // t = 4.9 s
+    for (const auto& q : {fetched, declared, consumed})
+        s.depth(q);
+    s.depth(dlq);
+    s.close();
+    return out;
+}
+
+// ---- foreign publishers and message ids ------------------------------------------------------
+
+/// What a Node.js or Python producer sends, published through a raw channel (no message-id, a
+/// message-id that is no UUID, an upper-case UUID, an empty header table, no header table, no
+/// delivery mode, a cluster-id), consumed through the transport: the same `message` on both.
+template <class World>
+trace foreign_publishers(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    const auto q = s.name("foreign");
+    s.declare_queue(q);
+    using letterbox::basic_properties;
+    std::vector<std::pair<std::string, basic_properties>> sent;
+    {
+        basic_properties p; // amqplib sendToQueue(q, body): nothing at all
+        sent.emplace_back("bare", p);
+    }
+    {
+        basic_properties p;
+        p.message_id = "order-42";
+        p.content_type = "application/json";
+        p.delivery_mode = 2;
+        sent.emplace_back("text id", p);
+    }
+    {
+        basic_properties p;
+        p.message_id = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"; // a UUID, not lower case
+        p.headers = letterbox::field_table{};                  // empty, not absent
+        sent.emplace_back("upper-case uuid, empty headers", p);
+    }
+    {
+        basic_properties p;
+        p.message_id = "6f1c2b9e-6d4e-4d7a-9a59-2f3c1e0b7a11";
+        p.headers = letterbox::field_table{{"k", "v"}};
+        p.type = "";
+        p.delivery_mode = 1;
+        p.priority = 4;
+        p.cluster_id = "rabbit@old";
+        p.timestamp = letterbox::timestamp{std::chrono::seconds{1767225600}};
+        p.app_id = "node";
+        p.correlation_id = "c-1";
+        p.reply_to = "replies";
+        sent.emplace_back("canonical uuid, every property", p);
+    }
+    for (const auto& [what, p] : sent)
+        s.note("raw publish " + what + ": " + raw.publish("", q, p, what));
+    auto c = s.consume(q, 10);
+    s.await_deliveries(c, sent.size());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+        s.note("delivery " + std::to_string(i) + ": " + render_message(c[i].msg));
+        s.ack(c[i]);
+    }
+    s.cancel(c);
+    raw.close();
+    s.close();
+    return out;
+}
+
+/// A transport publish of a message with the nil id publishes it with a fresh id; two such
+/// publishes get two ids. A raw publish without a message-id arrives with the nil id.
+template <class World>
+trace publish_assigns_ids(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    const auto q = s.name("ids");
+    s.declare_queue(q);
+    auto no_id = [](letterbox::message& m) {
+        m.id = letterbox::message_id{};
+    };
+    s.publish("", q, "first", no_id);
+    s.publish("", q, "second", no_id);
+    auto raw = w.make_raw();
+    s.note("raw publish: " + raw.publish("", q, {}, "raw"));
+    std::vector<letterbox::message_id> ids;
+    for (int i = 0; i < 3; ++i) {
+        auto [ec, d] = s.template await2<std::optional<letterbox::delivery>>(
+            [&](auto done) { s.transport().async_get(q, done); });
+        if (ec || !d) {
+            s.note("get: " + (ec ? describe(ec) : std::string("empty")));
+            continue;
+        }
+        s.note("get " + d->msg.body + ": id is " + (d->msg.id.is_nil() ? "nil" : "not nil"));
+        ids.push_back(d->msg.id);
+        s.ack(*d);
+    }
+    s.note(std::string("the two assigned ids differ: ") +
+           (ids.size() >= 2 && ids[0] != ids[1] ? "yes" : "no"));
+    raw.close();
+    s.close();
+    return out;
+}
+
 } // namespace
 
 TEST_CASE("differential: topic routing RMQ-RT-01 and RT-02 agree with RabbitMQ",
@@ -656,6 +1269,56 @@ TEST_CASE("differential: confirms, returns and channel errors agree with RabbitM
 TEST_CASE("differential: an unknown delivery tag closes the channel like on RabbitMQ",
           "[.integration][amqp][differential]") {
     compare("unknown-tag", LETTERBOX_DIFFERENTIAL(unknown_delivery_tag));
+}
+
+TEST_CASE("differential: where a requeue puts a message among ready ones agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("requeue-position", LETTERBOX_DIFFERENTIAL(requeue_position_among_ready_messages));
+}
+
+TEST_CASE("differential: basic.get's message count after an expired run agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("get-count", LETTERBOX_DIFFERENTIAL(get_message_count_skips_an_expired_run));
+}
+
+TEST_CASE("differential: reply texts of channel errors agree with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("texts", LETTERBOX_DIFFERENTIAL(reply_texts));
+}
+
+TEST_CASE("differential: what a quorum queue declaration refuses agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("quorum-args", LETTERBOX_DIFFERENTIAL(quorum_declarations));
+}
+
+TEST_CASE("differential: 540 NOT_IMPLEMENTED closes the connection like on RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("not-implemented", LETTERBOX_DIFFERENTIAL(not_implemented_closes_the_connection));
+}
+
+TEST_CASE("differential: alternate exchanges agree with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("alternate", LETTERBOX_DIFFERENTIAL(alternate_exchanges));
+}
+
+TEST_CASE("differential: classic queue priorities agree with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("priority", LETTERBOX_DIFFERENTIAL(classic_priorities));
+}
+
+TEST_CASE("differential: queue expiry x-expires agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("expires", LETTERBOX_DIFFERENTIAL(queue_expiry));
+}
+
+TEST_CASE("differential: a foreign publisher's message looks the same on both transports",
+          "[.integration][amqp][differential]") {
+    compare("foreign", LETTERBOX_DIFFERENTIAL(foreign_publishers));
+}
+
+TEST_CASE("differential: both transports give a message published with the nil id a fresh id",
+          "[.integration][amqp][differential]") {
+    compare("ids", LETTERBOX_DIFFERENTIAL(publish_assigns_ids));
 }
 
 #undef LETTERBOX_DIFFERENTIAL

@@ -10,6 +10,11 @@
 // an io_context driven with deadlines). Each run returns a trace, one line per observation, and
 // the test asserts that the two traces are equal.
 //
+// Some scenarios also need what a transport does not offer: a reply text, a connection-level
+// error, global qos, raw message properties. Each world therefore also makes a `raw` client, a
+// bare AMQP channel (in_memory::channel in the model, amqp::detail::channel_core on the broker)
+// with the same small API, which also plays a publisher from outside letterbox.
+//
 // What a trace leaves out, because it legitimately differs between the worlds: delivery tags
 // and channel ids, consumer tags the transport generated, `message_count` of a get (optional
 // in the concept), timestamps (an `x-death` time is written as `T`), the order of the entries
@@ -18,7 +23,10 @@
 // delivery's queue, body, message id, exchange, routing key, redelivered flag, expiration,
 // delivery mode and headers, with the AMQP type of every header value.
 
+#include <letterbox/amqp/codec/message_mapping.hpp>
+#include <letterbox/amqp/detail/connection_core.hpp>
 #include <letterbox/amqp/transport.hpp>
+#include <letterbox/basic_properties.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/message.hpp>
@@ -30,6 +38,8 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -51,8 +61,154 @@
 
 namespace differential {
 
+namespace codec = letterbox::amqp::codec;
 using namespace std::chrono_literals;
 using trace = std::vector<std::string>;
+
+inline std::string describe(std::error_code ec) {
+    if (!ec)
+        return "ok";
+    return ec.message() + " [" + ec.category().name() + ":" + std::to_string(ec.value()) + "]";
+}
+
+/// What a raw `basic.get` gave: its outcome ("ok", "empty", or how the channel or connection
+/// closed), and for "ok" the message (mapped with `letterbox::to_message`), the redelivered flag,
+/// the reply's message count and the delivery tag.
+struct raw_get {
+    std::string outcome;
+    std::optional<letterbox::message> msg{};
+    bool redelivered = false;
+    std::uint32_t message_count = 0;
+    std::uint64_t tag = 0;
+};
+
+/// A raw AMQP channel on the in-memory broker: `in_memory::channel`, in confirm mode. After a
+/// channel or connection error the next operation opens a new channel (and connection).
+class model_raw_client {
+public:
+    explicit model_raw_client(letterbox::in_memory::broker& b)
+        : broker_(&b) {}
+    // Not movable: the channel's handlers point at the object.
+    model_raw_client(const model_raw_client&) = delete;
+    model_raw_client& operator=(const model_raw_client&) = delete;
+
+    std::string exchange_declare(const letterbox::topology::exchange& x) {
+        return outcome(channel().exchange_declare(x));
+    }
+    std::string exchange_delete(const std::string& name, bool if_unused) {
+        return outcome(channel().exchange_delete(name, if_unused));
+    }
+    std::string queue_declare(const letterbox::topology::queue& q, bool passive = false) {
+        std::error_code ec;
+        const auto ok = channel().queue_declare(q, ec, passive);
+        if (ec)
+            return outcome(ec);
+        return "ok: " + std::to_string(ok.message_count) + " messages, " +
+               std::to_string(ok.consumer_count) + " consumers";
+    }
+    std::string queue_delete(const std::string& name, bool if_unused, bool if_empty) {
+        std::error_code ec;
+        const auto n = channel().queue_delete(name, ec, if_unused, if_empty);
+        return ec ? outcome(ec) : "ok: " + std::to_string(n) + " messages";
+    }
+    std::string queue_bind(const std::string& queue, const std::string& exchange,
+                           const std::string& key) {
+        return outcome(channel().queue_bind(queue, exchange, key));
+    }
+    std::string basic_qos(std::uint16_t prefetch, bool global) {
+        return outcome(channel().basic_qos(prefetch, global));
+    }
+    std::string basic_consume(const std::string& queue) {
+        std::error_code ec;
+        channel().basic_consume(
+            queue, [n = deliveries_](const letterbox::in_memory::basic_delivery&) { ++*n; }, ec);
+        return outcome(ec);
+    }
+    std::string basic_recover(bool requeue) { return outcome(channel().basic_recover(requeue)); }
+
+    /// Publishes `body` with raw `properties` and waits for its confirm.
+    std::string publish(const std::string& exchange, const std::string& key,
+                        const letterbox::basic_properties& properties, const std::string& body,
+                        bool mandatory = false) {
+        auto& ch = channel();
+        confirm_.reset();
+        returned_ = false;
+        const auto ec = ch.basic_publish(exchange, key, properties, body, mandatory);
+        if (ec)
+            return outcome(ec);
+        std::string out = returned_ ? "returned, " : "";
+        if (!confirm_)
+            return out + "no confirm";
+        return out + (*confirm_ ? "acked" : "nacked");
+    }
+
+    raw_get get(const std::string& queue) {
+        std::error_code ec;
+        auto d = channel().basic_get(queue, ec);
+        raw_get r;
+        if (ec) {
+            r.outcome = outcome(ec);
+            return r;
+        }
+        if (!d) {
+            r.outcome = "empty";
+            return r;
+        }
+        r.outcome = "ok";
+        r.msg = *d->msg;
+        r.redelivered = d->redelivered;
+        r.message_count = d->message_count.value_or(0);
+        r.tag = d->delivery_tag;
+        return r;
+    }
+    std::string ack(std::uint64_t tag) { return outcome(channel().basic_ack(tag)); }
+    std::string nack(std::uint64_t tag, bool requeue) {
+        return outcome(channel().basic_nack(tag, false, requeue));
+    }
+    std::string reject(std::uint64_t tag, bool requeue) {
+        return outcome(channel().basic_reject(tag, requeue));
+    }
+    /// Deliveries to consumers started with `basic_consume`.
+    std::size_t deliveries() const { return *deliveries_; }
+
+    void close() {
+        if (conn_.is_open())
+            conn_.close();
+    }
+
+private:
+    letterbox::in_memory::channel& channel() {
+        if (!conn_.is_open())
+            conn_ = broker_->connect("differential-raw");
+        if (!ch_.is_open()) {
+            ch_ = conn_.open_channel();
+            ch_.confirm_select();
+            ch_.on_confirm([this](std::uint64_t, bool ack, bool) { confirm_ = ack; });
+            ch_.on_return(
+                [this](const letterbox::in_memory::returned_message&) { returned_ = true; });
+        }
+        return ch_;
+    }
+
+    std::string outcome(std::error_code ec) const {
+        if (!ec)
+            return "ok";
+        if (!conn_.is_open())
+            return "connection closed: " + describe(conn_.close_reason().code) + " " +
+                   conn_.close_reason().text;
+        if (!ch_.is_open())
+            return "channel closed: " + describe(ch_.close_reason().code) + " " +
+                   ch_.close_reason().text;
+        return describe(ec);
+    }
+
+    letterbox::in_memory::broker* broker_;
+    letterbox::in_memory::connection conn_{};
+    letterbox::in_memory::channel ch_{};
+    std::optional<bool> confirm_{};
+    bool returned_ = false;
+    std::shared_ptr<std::size_t> deliveries_ = std::make_shared<std::size_t>(0);
+};
 
 // ---- the two worlds --------------------------------------------------------------------------
 
@@ -62,8 +218,10 @@ using trace = std::vector<std::string>;
 class model_world {
 public:
     using transport_type = letterbox::in_memory_transport;
+    using raw_type = model_raw_client;
 
     transport_type make_transport() { return transport_type(sim_.broker, "differential"); }
+    raw_type make_raw() { return raw_type(sim_.broker); }
 
     /// Runs until `done()` holds or `timeout` of virtual time has passed.
     bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
@@ -89,13 +247,308 @@ private:
 
 using amqp_test::broker_url;
 
+/// A raw AMQP channel on the real broker: amqp::detail::connection_core and channel_core, driven
+/// on the world's io_context (on the test's thread), in confirm mode, with the same API and the
+/// same outcome texts as `model_raw_client`.
+class broker_raw_client {
+public:
+    broker_raw_client(boost::asio::io_context& io, const std::string& url)
+        : io_(&io)
+        , url_(letterbox::amqp::parse_url(url)) {}
+
+    // Not movable: the channel's handlers point at the object.
+    broker_raw_client(const broker_raw_client&) = delete;
+    broker_raw_client& operator=(const broker_raw_client&) = delete;
+    ~broker_raw_client() { close(); }
+
+    std::string exchange_declare(const letterbox::topology::exchange& x) {
+        codec::exchange_declare m;
+        m.exchange = x.name;
+        m.type = std::string(to_string(x.type));
+        m.durable = x.durable;
+        m.auto_delete = x.auto_delete;
+        m.internal = x.internal;
+        m.arguments = x.arguments;
+        return outcome(call(m, &is<codec::exchange_declare_ok>).first);
+    }
+    std::string exchange_delete(const std::string& name, bool if_unused) {
+        codec::exchange_delete m;
+        m.exchange = name;
+        m.if_unused = if_unused;
+        return outcome(call(m, &is<codec::exchange_delete_ok>).first);
+    }
+    std::string queue_declare(const letterbox::topology::queue& q, bool passive = false) {
+        codec::queue_declare m;
+        m.queue = q.name;
+        m.passive = passive;
+        m.durable = q.durable;
+        m.exclusive = q.exclusive;
+        m.auto_delete = q.auto_delete;
+        m.arguments = q.arguments;
+        auto [ec, reply] = call(m, &is<codec::queue_declare_ok>);
+        if (ec)
+            return outcome(ec);
+        const auto& ok = std::get<codec::queue_declare_ok>(reply.method);
+        return "ok: " + std::to_string(ok.message_count) + " messages, " +
+               std::to_string(ok.consumer_count) + " consumers";
+    }
+    std::string queue_delete(const std::string& name, bool if_unused, bool if_empty) {
+        codec::queue_delete m;
+        m.queue = name;
+        m.if_unused = if_unused;
+        m.if_empty = if_empty;
+        auto [ec, reply] = call(m, &is<codec::queue_delete_ok>);
+        if (ec)
+            return outcome(ec);
+        return "ok: " +
+               std::to_string(std::get<codec::queue_delete_ok>(reply.method).message_count) +
+               " messages";
+    }
+    std::string queue_bind(const std::string& queue, const std::string& exchange,
+                           const std::string& key) {
+        codec::queue_bind m;
+        m.queue = queue;
+        m.exchange = exchange;
+        m.routing_key = key;
+        return outcome(call(m, &is<codec::queue_bind_ok>).first);
+    }
+    std::string basic_qos(std::uint16_t prefetch, bool global) {
+        codec::basic_qos m;
+        m.prefetch_count = prefetch;
+        m.global = global;
+        return outcome(call(m, &is<codec::basic_qos_ok>).first);
+    }
+    std::string basic_consume(const std::string& queue) {
+        codec::basic_consume m;
+        m.queue = queue;
+        return outcome(call(m, &is<codec::basic_consume_ok>).first);
+    }
+    std::string basic_recover(bool requeue) {
+        codec::basic_recover m;
+        m.requeue = requeue;
+        return outcome(call(m, &is<codec::basic_recover_ok>).first);
+    }
+
+    /// Publishes `body` with raw `properties` and waits for its confirm.
+    std::string publish(const std::string& exchange, const std::string& key,
+                        const letterbox::basic_properties& properties, const std::string& body,
+                        bool mandatory = false) {
+        if (auto ec = ensure())
+            return outcome(ec);
+        confirm_.reset();
+        returned_ = false;
+        codec::basic_publish p;
+        p.exchange = exchange;
+        p.routing_key = key;
+        p.mandatory = mandatory;
+        std::error_code ec;
+        on_strand([&] { ec = ch_->publish(p, properties, body); });
+        if (ec)
+            return outcome(ec);
+        run([&] { return confirm_.has_value() || !ch_->is_open(); });
+        if (!ch_->is_open())
+            return outcome(ch_->close_error());
+        std::string out = returned_ ? "returned, " : "";
+        if (!confirm_)
+            return out + "no confirm";
+        return out + (*confirm_ ? "acked" : "nacked");
+    }
+
+    raw_get get(const std::string& queue) {
+        codec::basic_get m;
+        m.queue = queue;
+        auto [ec, reply] = call(m, &is<codec::basic_get_ok, codec::basic_get_empty>);
+        raw_get r;
+        if (ec) {
+            r.outcome = outcome(ec);
+            return r;
+        }
+        const auto* ok = std::get_if<codec::basic_get_ok>(&reply.method);
+        if (ok == nullptr) {
+            r.outcome = "empty";
+            return r;
+        }
+        r.outcome = "ok";
+        r.redelivered = ok->redelivered;
+        r.message_count = ok->message_count;
+        r.tag = ok->delivery_tag;
+        std::error_code me;
+        r.msg = codec::to_message(std::move(reply), me);
+        return r;
+    }
+    std::string ack(std::uint64_t tag) { return settle(codec::basic_ack{tag, false}); }
+    std::string nack(std::uint64_t tag, bool requeue) {
+        return settle(codec::basic_nack{tag, false, requeue});
+    }
+    std::string reject(std::uint64_t tag, bool requeue) {
+        return settle(codec::basic_reject{tag, requeue});
+    }
+    std::size_t deliveries() const { return deliveries_; }
+
+    void close() {
+        if (!conn_)
+            return;
+        auto c = std::move(conn_);
+        ch_.reset();
+        auto done = std::make_shared<bool>(false);
+        boost::asio::post(c->strand(), [c, done] {
+            if (c->is_open())
+                c->close([done](std::error_code) { *done = true; });
+            else
+                *done = true;
+        });
+        run([&] { return *done; });
+    }
+
+private:
+    template <class... M>
+    static bool is(const codec::method& m) {
+        return (std::holds_alternative<M>(m) || ...);
+    }
+
+    bool run(const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+        while (!done()) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= deadline)
+                return false;
+            io_->run_one_for(deadline - now);
+        }
+        return true;
+    }
+
+    template <class F>
+    void on_strand(F f) {
+        bool ran = false;
+        boost::asio::post(conn_->strand(), [&] {
+            f();
+            ran = true;
+        });
+        run([&] { return ran; });
+    }
+
+    // Connects and opens a confirm-mode channel when there is none (after a channel or
+    // connection error).
+    std::error_code ensure() {
+        if (!conn_ || !conn_->is_open()) {
+            conn_ = std::make_shared<letterbox::amqp::detail::connection_core>(
+                boost::asio::make_strand(io_->get_executor()), "letterbox-differential-raw");
+            ch_.reset();
+            std::optional<std::error_code> r;
+            on_strand([&] { conn_->connect(url_, [&r](std::error_code ec) { r = ec; }); });
+            if (!run([&] { return r.has_value(); }))
+                return make_error_code(letterbox::errc::timed_out);
+            if (*r)
+                return *r;
+        }
+        if (!ch_ || !ch_->is_open()) {
+            close_text_.clear();
+            std::optional<std::error_code> r;
+            on_strand([&] {
+                conn_->open_channel(
+                    [this, &r](std::error_code ec,
+                               std::shared_ptr<letterbox::amqp::detail::channel_core> ch) {
+                        r = ec;
+                        ch_ = std::move(ch);
+                        if (!ch_)
+                            return;
+                        ch_->on_command = [this](codec::command&& c) {
+                            on_command(std::move(c));
+                        };
+                        ch_->on_close = [this](std::error_code, const std::string& text) {
+                            close_text_ = text;
+                        };
+                    });
+            });
+            if (!run([&] { return r.has_value(); }))
+                return make_error_code(letterbox::errc::timed_out);
+            if (*r)
+                return *r;
+            auto [ec, reply] =
+                call_now(codec::confirm_select{false}, &is<codec::confirm_select_ok>);
+            if (ec)
+                return ec;
+        }
+        return {};
+    }
+
+    void on_command(codec::command&& c) {
+        if (std::holds_alternative<codec::basic_ack>(c.method))
+            confirm_ = true;
+        else if (std::holds_alternative<codec::basic_nack>(c.method))
+            confirm_ = false;
+        else if (std::holds_alternative<codec::basic_return>(c.method))
+            returned_ = true;
+        else if (std::holds_alternative<codec::basic_deliver>(c.method))
+            ++deliveries_;
+    }
+
+    std::pair<std::error_code, codec::command>
+    call_now(codec::method m, letterbox::amqp::detail::channel_core::reply_filter f) {
+        std::optional<std::pair<std::error_code, codec::command>> r;
+        on_strand([&] {
+            ch_->call(std::move(m), f,
+                      [&r](std::error_code ec, codec::command c) { r.emplace(ec, std::move(c)); });
+        });
+        if (!run([&] { return r.has_value(); }))
+            return {make_error_code(letterbox::errc::timed_out), codec::command{}};
+        // A channel.close or connection.close is handled in the same turn as the failed
+        // call's completion; let it finish (the reply text arrives through on_close).
+        io_->poll();
+        return std::move(*r);
+    }
+
+    std::pair<std::error_code, codec::command>
+    call(codec::method m, letterbox::amqp::detail::channel_core::reply_filter f) {
+        if (auto ec = ensure())
+            return {ec, codec::command{}};
+        return call_now(std::move(m), f);
+    }
+
+    std::string settle(codec::method m) {
+        if (auto ec = ensure())
+            return outcome(ec);
+        std::error_code ec;
+        on_strand([&] { ec = ch_->send(m); });
+        // A settle has no reply: an unknown tag closes the channel a moment later. A
+        // basic.qos round trip after it shows whether it did.
+        if (!ec) {
+            codec::basic_qos probe;
+            probe.prefetch_count = 0;
+            ec = call_now(probe, &is<codec::basic_qos_ok>).first;
+        }
+        return outcome(ec);
+    }
+
+    std::string outcome(std::error_code ec) const {
+        if (!ec)
+            return "ok";
+        if (conn_ && !conn_->is_open() && !conn_->close_text().empty())
+            return "connection closed: " + describe(conn_->error()) + " " + conn_->close_text();
+        if (ch_ && !ch_->is_open() && !close_text_.empty())
+            return "channel closed: " + describe(ch_->close_error()) + " " + close_text_;
+        return describe(ec);
+    }
+
+    boost::asio::io_context* io_;
+    letterbox::amqp::url url_;
+    std::shared_ptr<letterbox::amqp::detail::connection_core> conn_{};
+    std::shared_ptr<letterbox::amqp::detail::channel_core> ch_{};
+    std::string close_text_{};
+    std::optional<bool> confirm_{};
+    bool returned_ = false;
+    std::size_t deliveries_ = 0;
+};
+
 /// A real RabbitMQ, reached through a single-threaded io_context that runs only while the
 /// scenario waits, on the test's thread.
 class broker_world {
 public:
     using transport_type = letterbox::amqp::transport;
+    using raw_type = broker_raw_client;
 
     transport_type make_transport() { return transport_type(io_.get_executor(), url_); }
+    raw_type make_raw() { return raw_type(io_, url_); }
 
     /// Runs handlers until `done()` holds or `timeout` has passed.
     bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
@@ -120,12 +573,6 @@ private:
 };
 
 // ---- rendering -------------------------------------------------------------------------------
-
-inline std::string describe(std::error_code ec) {
-    if (!ec)
-        return "ok";
-    return ec.message() + " [" + ec.category().name() + ":" + std::to_string(ec.value()) + "]";
-}
 
 std::string render(const letterbox::field_value& v);
 
@@ -187,6 +634,26 @@ inline std::string render(const letterbox::field_value& v) {
             }
         },
         v.variant());
+}
+
+/// Every member of a message, properties included (for the foreign-publisher comparison).
+inline std::string render_message(const letterbox::message& m) {
+    const auto& p = m.properties;
+    auto opt = [](const std::optional<std::string>& v) {
+        return v ? "'" + *v + "'" : "-";
+    };
+    std::string out = "id=" + letterbox::to_string(m.id) + " type='" + m.type + "' exchange='" +
+                      m.exchange + "' key='" + m.routing_key + "' body='" + m.body + "'";
+    out += " headers=" + render(m.headers);
+    out += " content_type=" + opt(p.content_type) + " content_encoding=" + opt(p.content_encoding);
+    out += " correlation_id=" + opt(p.correlation_id) + " reply_to=" + opt(p.reply_to);
+    out += " expiration=" + opt(p.expiration);
+    out += " timestamp=" +
+           (p.timestamp ? std::to_string(p.timestamp->time_since_epoch().count()) : "-");
+    out += std::string(" persistent=") + (p.persistent ? "yes" : "no");
+    out += " priority=" + (p.priority ? std::to_string(*p.priority) : "-");
+    out += " app_id=" + opt(p.app_id) + " user_id=" + opt(p.user_id);
+    return out;
 }
 
 inline std::string render(const letterbox::delivery& d) {
@@ -291,25 +758,28 @@ public:
 
     // -- topology --------------------------------------------------------------------------
 
-    void declare_exchange(const std::string& name, letterbox::topology::exchange_type type) {
+    void declare_exchange(const std::string& name, letterbox::topology::exchange_type type,
+                          letterbox::field_table arguments = {}) {
         letterbox::topology::exchange x;
         x.name = name;
         x.type = type;
         x.durable = false;
         x.auto_delete = true; // gone with its last binding, i.e. when its queues expire
+        x.arguments = std::move(arguments);
         const auto ec = await([&](auto done) { transport_.async_declare(x, done); });
-        note("declare exchange " + name + " (" + std::string(to_string(type)) +
-             "): " + describe(ec));
+        note("declare exchange " + name + " (" + std::string(to_string(type)) + ") " +
+             render(x.arguments) + ": " + describe(ec));
     }
 
     /// Declares `name` with `args`; always non-durable (durable for a quorum queue, which must
-    /// be) and with `x-expires`.
+    /// be) and with `x-expires` (`queue_expires_ms` unless `args` has one).
     void declare_queue(const std::string& name, letterbox::topology::queue_arguments args = {}) {
         letterbox::topology::queue q;
         q.name = name;
         q.durable = args.type == letterbox::topology::queue_type::quorum;
+        if (!args.expires)
+            args.expires = std::chrono::milliseconds{queue_expires_ms};
         q.arguments = args.to_table();
-        q.arguments.set("x-expires", queue_expires_ms);
         const auto ec = await([&](auto done) { transport_.async_declare(q, done); });
         note("declare queue " + name + ": " + describe(ec));
     }
@@ -360,6 +830,20 @@ public:
             note("get " + queue + ": empty");
         else
             note("get: " + render(*d));
+        return d;
+    }
+
+    /// A get that also writes the reply's message count (basic.get-ok `message-count`).
+    std::optional<letterbox::delivery> get_counted(const std::string& queue) {
+        auto [ec, d] = await2<std::optional<letterbox::delivery>>(
+            [&](auto done) { transport_.async_get(queue, done); });
+        if (ec)
+            note("get " + queue + ": " + describe(ec));
+        else if (!d)
+            note("get " + queue + ": empty");
+        else
+            note("get: " + render(*d) +
+                 " message_count=" + (d->message_count ? std::to_string(*d->message_count) : "-"));
         return d;
     }
 

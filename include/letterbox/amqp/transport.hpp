@@ -118,7 +118,8 @@ public:
                                           [b](auto& s, auto done) { s.bind(b, std::move(done)); });
     }
 
-    /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`.
+    /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`. A message
+    /// whose id is nil is published with a fresh random id; `m` itself is not changed.
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
         return run<void(std::error_code)>(std::forward<Token>(token), [m](auto& s, auto done) {

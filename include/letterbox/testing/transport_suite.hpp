@@ -634,6 +634,29 @@ void transport_check_round_trip(transport_harness<Transport>& h) {
     CHECK(log->settle_errors.empty());
 }
 
+/// A message published with the nil id is published with a fresh id (message.hpp): no message
+/// leaves letterbox without one, since an inbox deduplicates on it. Two such publishes get two
+/// ids, and the caller's message is left as it was.
+template <transport Transport>
+void transport_check_publish_assigns_an_id_to_the_nil_id(transport_harness<Transport>& h) {
+    auto t = h.make();
+    const auto queue = declare_fresh_queue(h, t, "nil-id");
+    message m;
+    m.routing_key = queue;
+    for (const char* body : {"first", "second"}) {
+        m.body = body;
+        REQUIRE(describe(publish(h, t, m)) == success);
+    }
+    CHECK(m.id.is_nil());
+    auto log = consume(h, t, consume_from(queue), ack_all());
+    REQUIRE(collect_unique(h, {log}, 2));
+    REQUIRE(log->deliveries.size() >= 2);
+    CHECK_FALSE(log->deliveries[0].msg.id.is_nil());
+    CHECK_FALSE(log->deliveries[1].msg.id.is_nil());
+    CHECK(log->deliveries[0].msg.id != log->deliveries[1].msg.id);
+    REQUIRE(collect_until(h, [&] { return log->settled >= 2; }));
+}
+
 /// WM-01 TestPublishSubscribe: what was published before anyone subscribed is all received.
 template <transport Transport>
 void transport_check_publish_subscribe(transport_harness<Transport>& h) {
@@ -1798,6 +1821,9 @@ void run_transport_check(void (*check)(transport_harness<fixture_transport_t<Fix
         fixtures, extra_tags,                                                                      \
         "a published message arrives with its id, type, headers, body and properties", "",         \
         transport_check_round_trip)                                                                \
+    LETTERBOX_DETAIL_TRANSPORT_CASE(fixtures, extra_tags,                                          \
+                                    "a message published with the nil id arrives with a fresh id", \
+                                    "", transport_check_publish_assigns_an_id_to_the_nil_id)       \
     LETTERBOX_DETAIL_TRANSPORT_CASE(                                                               \
         fixtures, extra_tags, "WM-01 messages published before subscribing are all received", "",  \
         transport_check_publish_subscribe)                                                         \

@@ -23,6 +23,7 @@ inline constexpr std::string_view max_length = "x-max-length";
 inline constexpr std::string_view max_length_bytes = "x-max-length-bytes";
 inline constexpr std::string_view overflow = "x-overflow";
 inline constexpr std::string_view delivery_limit = "x-delivery-limit";
+inline constexpr std::string_view max_priority = "x-max-priority";
 inline constexpr std::string_view queue_type = "x-queue-type";
 } // namespace args
 
@@ -52,6 +53,17 @@ inline constexpr std::string_view to_string(overflow_behaviour o) noexcept {
     return "drop-head";
 }
 
+namespace detail {
+/// The AMQP type name RabbitMQ writes in its reply texts (`long`, `longstr`, ...).
+inline std::string_view amqp_type_name(const field_value& v) noexcept {
+    constexpr std::string_view names[] = {
+        "void",      "bool",        "byte",   "unsignedbyte", "short",  "unsignedshort",
+        "signedint", "unsignedint", "long",   "float",        "double", "decimal",
+        "longstr",   "timestamp",   "binary", "array",        "table"};
+    return names[v.variant().index()];
+}
+} // namespace detail
+
 /// The typed form of a queue's `x-` arguments.
 ///
 /// Build a declaration's arguments with `to_table()`; a broker model reads them back with
@@ -67,6 +79,9 @@ struct queue_arguments {
     std::optional<overflow_behaviour> overflow{};
     /// Quorum queues only. Negative means unlimited (RabbitMQ 4.x spells it -1).
     std::optional<std::int64_t> delivery_limit{};
+    /// Classic queues only: a priority queue serving messages by their `priority` property,
+    /// 0 to this maximum (at most 255); higher priorities count as the maximum.
+    std::optional<std::uint8_t> max_priority{};
     queue_type type = queue_type::classic;
 
     friend bool operator==(const queue_arguments&, const queue_arguments&) = default;
@@ -90,13 +105,17 @@ struct queue_arguments {
             t.set(args::overflow, std::string(to_string(*overflow)));
         if (delivery_limit)
             t.set(args::delivery_limit, *delivery_limit);
+        if (max_priority)
+            t.set(args::max_priority, std::int64_t{*max_priority});
         if (type != queue_type::classic)
             t.set(args::queue_type, std::string(to_string(type)));
         return t;
     }
 
     /// Reads and validates arguments. On failure returns `std::nullopt`, sets `ec` to
-    /// `errc::precondition_failed` and `reason` to a RabbitMQ-style explanation.
+    /// `errc::precondition_failed` and `reason` to RabbitMQ 3.10's explanation without the
+    /// queue's name: `invalid arg 'x-max-length': {value_negative,-1}`, or for a dead-letter
+    /// exchange that is no longstr `invalid type 'signedint' for arg 'x-dead-letter-exchange'`.
     static std::optional<queue_arguments> parse(const field_table& t, std::error_code& ec,
                                                 std::string& reason) {
         queue_arguments a;
@@ -127,22 +146,30 @@ struct queue_arguments {
             }
             return 0;
         };
-        if (!text(args::dead_letter_exchange, a.dead_letter_exchange))
-            return fail(args::dead_letter_exchange, "{unacceptable_type,not_longstr}");
+        // The texts are RabbitMQ 3.10.8's (compared by tests/integration/amqp_differential.cpp).
+        auto type_of = [&](std::string_view name) {
+            return std::string(detail::amqp_type_name(*t.find(name)));
+        };
+        if (!text(args::dead_letter_exchange, a.dead_letter_exchange)) {
+            ec = errc::precondition_failed;
+            reason = "invalid type '" + type_of(args::dead_letter_exchange) + "' for arg '" +
+                     std::string(args::dead_letter_exchange) + "'";
+            return std::nullopt;
+        }
         if (!text(args::dead_letter_routing_key, a.dead_letter_routing_key))
-            return fail(args::dead_letter_routing_key, "{unacceptable_type,not_longstr}");
+            return fail(args::dead_letter_routing_key,
+                        "{unacceptable_type," + type_of(args::dead_letter_routing_key) + "}");
         if (a.dead_letter_routing_key && !a.dead_letter_exchange)
-            return fail(args::dead_letter_routing_key, "{routing_key_but_no_dlx_defined,<<\"" +
-                                                           *a.dead_letter_routing_key + "\">>}");
+            return fail(args::dead_letter_routing_key, "routing_key_but_no_dlx_defined");
         std::optional<std::int64_t> i;
         for (auto [name, negative_ok] :
              {std::pair{args::message_ttl, false}, std::pair{args::expires, false},
               std::pair{args::max_length, false}, std::pair{args::max_length_bytes, false},
-              std::pair{args::delivery_limit, true}}) {
+              std::pair{args::delivery_limit, true}, std::pair{args::max_priority, false}}) {
             i.reset();
             switch (integer(name, i, negative_ok)) {
-            case 1:
-                return fail(name, "{unacceptable_type,not_integer}");
+            case 1: // RabbitMQ 3.10 writes the AMQP type of the value
+                return fail(name, "\"expected integer, got " + type_of(name) + "\"");
             case 2:
                 return fail(name,
                             "{value_negative," + std::to_string(*t.find(name)->as_integer()) + "}");
@@ -161,12 +188,16 @@ struct queue_arguments {
                 a.max_length = *i;
             else if (name == args::max_length_bytes)
                 a.max_length_bytes = *i;
-            else
+            else if (name == args::max_priority) {
+                if (*i > 255) // RabbitMQ's ?MAX_SUPPORTED_PRIORITY
+                    return fail(name, "{max_value_exceeded," + std::to_string(*i) + "}");
+                a.max_priority = static_cast<std::uint8_t>(*i);
+            } else
                 a.delivery_limit = *i;
         }
         std::optional<std::string> s;
         if (!text(args::overflow, s))
-            return fail(args::overflow, "{unacceptable_type,not_longstr}");
+            return fail(args::overflow, "{unacceptable_type," + type_of(args::overflow) + "}");
         if (s) {
             if (*s == "drop-head")
                 a.overflow = overflow_behaviour::drop_head;
@@ -175,18 +206,18 @@ struct queue_arguments {
             else if (*s == "reject-publish-dlx")
                 a.overflow = overflow_behaviour::reject_publish_dlx;
             else
-                return fail(args::overflow, "{unknown_overflow_type,<<\"" + *s + "\">>}");
+                return fail(args::overflow, "invalid_overflow");
         }
         s.reset();
         if (!text(args::queue_type, s))
-            return fail(args::queue_type, "{unacceptable_type,not_longstr}");
+            return fail(args::queue_type, "{unacceptable_type," + type_of(args::queue_type) + "}");
         if (s) {
             if (*s == "classic")
                 a.type = queue_type::classic;
             else if (*s == "quorum")
                 a.type = queue_type::quorum;
             else
-                return fail(args::queue_type, "{unsupported_queue_type,<<\"" + *s + "\">>}");
+                return fail(args::queue_type, "\"unsupported queue type '" + *s + "'\"");
         }
         return a;
     }

@@ -15,6 +15,7 @@ TEST_CASE("queue arguments round-trip through their field table", "[topology][qu
     a.max_length_bytes = 1024;
     a.overflow = overflow_behaviour::reject_publish_dlx;
     a.delivery_limit = 3;
+    a.max_priority = 7;
     a.type = queue_type::quorum;
     const auto t = a.to_table();
     CHECK(t.get<std::string>(args::queue_type) == "quorum");
@@ -47,10 +48,13 @@ TEST_CASE("invalid queue arguments are refused with precondition_failed and a re
     };
     std::vector<bad_case> cases{
         {{{std::string(args::max_length), std::int64_t{-1}}}, "value_negative"},
-        {{{std::string(args::message_ttl), "soon"}}, "not_integer"},
-        {{{std::string(args::overflow), "explode"}}, "unknown_overflow_type"},
-        {{{std::string(args::queue_type), "stream"}}, "unsupported_queue_type"},
-        {{{std::string(args::dead_letter_exchange), std::int32_t{1}}}, "not_longstr"},
+        {{{std::string(args::message_ttl), "soon"}}, "\"expected integer, got longstr\""},
+        {{{std::string(args::overflow), "explode"}}, "invalid_overflow"},
+        {{{std::string(args::max_priority), std::int64_t{256}}}, "{max_value_exceeded,256}"},
+        {{{std::string(args::queue_type), "stream"}}, "\"unsupported queue type 'stream'\""},
+        {{{std::string(args::dead_letter_exchange), std::int32_t{1}}},
+         "invalid type 'signedint' for arg 'x-dead-letter-exchange'"},
+        {{{std::string(args::overflow), std::int64_t{1}}}, "{unacceptable_type,long}"},
         {{{std::string(args::dead_letter_routing_key), "k"}}, "routing_key_but_no_dlx_defined"},
         {{{std::string(args::expires), std::int64_t{0}}}, "value_zero"},
     };

@@ -93,6 +93,9 @@ public:
     const field_table& server_properties() const noexcept { return server_properties_; }
     /// The error the connection closed with (errc::closed after a close asked by the owner).
     std::error_code error() const noexcept { return error_; }
+    /// The reply text of the broker's connection.close (empty if the broker sent none), e.g.
+    /// `NOT_IMPLEMENTED - requeue=false`.
+    const std::string& close_text() const noexcept { return close_text_; }
 
     /// Connects, sends the protocol header and runs the handshake up to connection.open-ok.
     void connect(const url& u, done_handler done);
@@ -163,6 +166,7 @@ private:
     enum class handshake_step { start, tune, open_ok };
     handshake_step handshake_step_ = handshake_step::start;
     std::error_code error_{};
+    std::string close_text_{};
     done_handler connect_done_{};
     std::vector<done_handler> close_done_{};
     std::vector<done_handler> closed_waiters_{};

@@ -191,6 +191,8 @@ private:
     std::uint64_t next_seq_ = 0;
     std::uint64_t publisher_uid_ = 0;
     bool pump_waiting_ = false;
+    // Ids for publishes of messages with the nil id (message.hpp); used on the strand only.
+    message_id_generator ids_{};
 
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;
     std::map<std::uint64_t, settle_entry> channels_;

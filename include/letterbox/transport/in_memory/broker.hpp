@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/detail/unique_function.hpp>
+#include <letterbox/message.hpp>
 #include <letterbox/steady_clock.hpp>
 #include <letterbox/transport/in_memory/broker_counters.hpp>
 #include <letterbox/transport/in_memory/broker_profile.hpp>
@@ -33,6 +34,10 @@ struct broker_options {
     broker_profile profile = broker_profile::rabbitmq_3_10();
     /// `max_message_size` in bytes; `std::nullopt` takes the profile's default.
     std::optional<std::size_t> max_message_size{};
+    /// The seed of the ids `generate_message_id` hands out (to `in_memory_transport`'s
+    /// publishes of messages with the nil id). The same seed gives the same ids, so a
+    /// simulation replays; brokers made with the default seed all give the same sequence.
+    std::uint64_t message_id_seed = 0x6c65'7474'6572'626fULL;
 };
 
 /// An in-memory model of a RabbitMQ 0-9-1 broker: exchanges, bindings, queues with their
@@ -64,7 +69,8 @@ public:
         : ex_(ex)
         , state_(std::make_shared<detail::broker_state>(
               std::make_unique<detail::clock_model<Clock>>(clock, ex), opts.profile,
-              opts.max_message_size.value_or(opts.profile.max_message_size))) {}
+              opts.max_message_size.value_or(opts.profile.max_message_size),
+              opts.message_id_seed)) {}
 
     broker(const broker&) = delete;
     broker& operator=(const broker&) = delete;
@@ -102,6 +108,14 @@ public:
     bool is_down() const noexcept { return state_->is_down(); }
     /// Connection attempts refused because the broker was down, since it was created.
     std::uint64_t refused_connections() const noexcept { return state_->refused_connections(); }
+
+    /// The next id of the broker's own id sequence, seeded with
+    /// `broker_options::message_id_seed`: what `in_memory_transport::async_publish` gives a
+    /// message whose id is nil, as `amqp::transport` does with random ids. One sequence per
+    /// broker, so the transports of one broker never hand out the same id twice, and the same
+    /// operations give the same ids. The channel API never calls it: a raw publish plays a
+    /// publisher outside letterbox, whose message keeps whatever message-id it had.
+    message_id generate_message_id() { return state_->next_message_id(); }
 
     // -- faults ------------------------------------------------------------------------------
     /// Closes every client connection with CONNECTION_FORCED (a network failure): their

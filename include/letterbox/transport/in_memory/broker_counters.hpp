@@ -29,11 +29,12 @@ inline constexpr std::string_view to_string(dead_letter_reason r) noexcept {
 
 /// Why a message left a queue without being delivered or dead-lettered.
 enum class drop_kind {
-    purged,        ///< `queue.purge`
-    queue_deleted, ///< the queue was deleted (or an exclusive/auto-delete queue went away)
-    broker_restart ///< a transient message or a non-durable queue did not survive a restart
+    purged,         ///< `queue.purge`
+    queue_deleted,  ///< the queue was deleted (or an exclusive/auto-delete queue went away)
+    broker_restart, ///< a transient message or a non-durable queue did not survive a restart
+    queue_expired   ///< the queue was unused for its `x-expires` period and went away
 };
-inline constexpr std::size_t drop_kind_count = 3;
+inline constexpr std::size_t drop_kind_count = 4;
 
 /// Why a dead letter, after it left its queue, reached no queue.
 enum class dead_letter_drop {

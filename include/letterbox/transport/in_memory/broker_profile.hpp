@@ -32,9 +32,10 @@ struct broker_profile {
     /// rejects and lost channels (and adds `x-acquired-count`).
     bool nack_increments_delivery_count = true;
     bool acquired_count_header = false;
-    /// 4.0+: messages returned to a quorum queue are served before the others, in return
-    /// order. 3.10/3.13: a nack/reject requeue goes to the back; a closed channel's messages go
-    /// back to the front in their original order.
+    /// 4.0+: every message returned to a quorum queue is served before the others, in return
+    /// order. 3.10/3.13: only on a queue with `x-delivery-limit` (a nack, reject or recover
+    /// requeue goes to the front, in return order; without a limit, to the back), and a closed
+    /// channel's messages, which go back to the front in their original order (§0.3 1).
     bool quorum_returns_first = false;
     /// 4.3+: topic binding keys with more than this many `#` words are refused (406).
     std::optional<std::size_t> max_topic_hash_words;

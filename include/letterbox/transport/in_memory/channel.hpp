@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/basic_properties.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
@@ -100,8 +101,26 @@ public:
     std::error_code confirm_select() { return b_->confirm_select(*state_); }
     /// The sequence number the next publish will get in confirm mode.
     std::uint64_t next_publish_seq() const noexcept { return state_->next_seq; }
-    /// `basic.publish` to `msg.exchange` with `msg.routing_key`.
+    /// `basic.publish` to `msg.exchange` with `msg.routing_key`, as letterbox publishes it
+    /// (`to_basic_properties(msg)`). The message is published as it is: a nil id stays nil
+    /// (only `in_memory_transport::async_publish` assigns ids).
     std::error_code basic_publish(message msg, bool mandatory = false) {
+        return b_->basic_publish(*state_, std::move(msg), mandatory);
+    }
+    /// `basic.publish` of a foreign publisher: `body` with the raw AMQP `properties` that, say, a
+    /// Node.js or Python client sends (no message-id, any message-id text, no headers). The broker
+    /// holds and delivers the message that `to_message(properties, body)` makes, the one
+    /// `amqp::transport` receives for the same publish on RabbitMQ: a message-id that is not a
+    /// canonical UUID becomes `foreign_message_id(text)` with the text in the header
+    /// `foreign_message_id_header`, and no message-id gives the nil id. What a message cannot
+    /// hold (an empty header table or `type` versus an absent one, delivery modes other than 1
+    /// and 2) is gone from then on, for routing as for the consumer.
+    std::error_code basic_publish(std::string exchange, std::string routing_key,
+                                  const basic_properties& properties, std::string body,
+                                  bool mandatory = false) {
+        auto msg = to_message(properties, std::move(body));
+        msg.exchange = std::move(exchange);
+        msg.routing_key = std::move(routing_key);
         return b_->basic_publish(*state_, std::move(msg), mandatory);
     }
     /// `basic.consume`; returns the consumer tag. The prefetch is the channel's current
@@ -134,7 +153,8 @@ public:
         return b_->settle(*state_, delivery_tag, false, false, requeue,
                           detail::return_kind::reject);
     }
-    /// `basic.recover(requeue=true)`; RabbitMQ refuses `requeue=false` (540).
+    /// `basic.recover(requeue=true)`. RabbitMQ refuses `requeue=false` with 540
+    /// NOT_IMPLEMENTED, a hard error that closes the whole connection.
     std::error_code basic_recover(bool requeue = true) {
         return b_->basic_recover(*state_, requeue);
     }

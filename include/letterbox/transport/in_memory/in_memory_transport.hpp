@@ -98,17 +98,21 @@ public:
         });
     }
 
-    void publish(const message& m, completion done) {
+    void publish(message m, completion done) {
         if (closed_)
             return done(errc::closed);
         if (!ensure_open())
             return done(errc::connection_closed);
+        // A message leaves letterbox with an id (message.hpp): the broker's seeded sequence, so
+        // the same run gives the same ids.
+        if (m.id.is_nil())
+            m.id = broker_->generate_message_id();
         if (!publisher_.is_open())
             open_publisher();
         const auto seq = publisher_.next_publish_seq();
         pending_.emplace(seq, pending_publish{std::move(done), false});
         in_flight_ = seq;
-        auto ec = publisher_.basic_publish(m, true);
+        auto ec = publisher_.basic_publish(std::move(m), true);
         in_flight_ = 0;
         // Either this publish closed the channel (it was never stored: report why), or the
         // channel closed after storing it (its confirm will never come: outcome unknown).
@@ -529,7 +533,9 @@ public:
         return run(std::forward<Token>(token), [b](auto& s) { return s.bind(b); });
     }
 
-    /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`.
+    /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`. A message
+    /// whose id is nil is published with a fresh id, the next of the broker's seeded sequence
+    /// (`broker::generate_message_id`); `m` itself is not changed.
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
         return boost::asio::async_initiate<Token, void(std::error_code)>(
@@ -537,7 +543,7 @@ public:
                 auto ex = boost::asio::get_associated_executor(handler, s->executor());
                 boost::asio::post(s->executor(), [s, ex, msg = std::move(msg),
                                                   h = std::move(handler)]() mutable {
-                    s->publish(msg, [ex, h = std::move(h)](std::error_code ec) mutable {
+                    s->publish(std::move(msg), [ex, h = std::move(h)](std::error_code ec) mutable {
                         boost::asio::post(ex,
                                           [h = std::move(h), ec]() mutable { std::move(h)(ec); });
                     });

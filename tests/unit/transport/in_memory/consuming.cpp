@@ -352,9 +352,16 @@ TEST_CASE("RMQ-ACK-17 basic.recover requeues unacked deliveries and redelivers t
         CHECK(r.deliveries[1].consumer_tag == tag);
         CHECK(fx.count("Q") == tru(1, 0, 1));
     }
-    SECTION("requeue=false is refused with 540") {
+    SECTION("requeue=false is refused with 540, which closes the whole connection") {
+        auto other = fx.open_channel();
+        REQUIRE(fx.get("Q"));
         CHECK(fx.ch.basic_recover(false) == errc::not_implemented);
         CHECK_FALSE(fx.ch.is_open());
+        CHECK_FALSE(other.is_open());
+        CHECK_FALSE(fx.conn.is_open());
+        CHECK(fx.conn.close_reason().code == errc::not_implemented);
+        CHECK(fx.conn.close_reason().text == "NOT_IMPLEMENTED - requeue=false");
+        CHECK(fx.count("Q") == tru(1, 1, 0)); // the lost connection's delivery is back
     }
 }
 
@@ -528,6 +535,71 @@ TEST_CASE("RMQ-ACK-23 a quorum queue redelivers a multiple nack in original orde
         std::vector<std::string> nack_order;
         CHECK(redelivery_after_random_nacks(fx, queue_type::quorum, nack_order) == nack_order);
     }
+}
+
+TEST_CASE("a quorum queue with a delivery limit puts a nacked or rejected message back at the "
+          "front, in return order; without a limit at the back (§0.3 1)",
+          "[transport][in_memory]") {
+    const bool limited = GENERATE(true, false);
+    INFO("delivery limit: " << (limited ? "5" : "none"));
+    broker_fixture fx;
+    auto args = of_type(queue_type::quorum);
+    if (limited)
+        args.delivery_limit = 5;
+    fx.declare_queue("Q", args);
+    publish_numbered(fx, "Q", 1, 5);
+    auto m1 = fx.get("Q");
+    auto m2 = fx.get("Q");
+    auto m3 = fx.get("Q");
+    REQUIRE((m1 && m2 && m3));
+    REQUIRE_FALSE(fx.ch.basic_nack(m3->delivery_tag, false, true));
+    REQUIRE_FALSE(fx.ch.basic_reject(m1->delivery_tag, true));
+    REQUIRE_FALSE(fx.ch.basic_ack(m2->delivery_tag));
+    const auto got = fx.drain_deliveries("Q");
+    std::vector<std::string> bodies;
+    std::vector<std::int64_t> counts;
+    for (const auto& d : got) {
+        bodies.push_back(body_of(d));
+        counts.push_back(
+            d.msg->headers.get<std::int64_t>(letterbox::headers::x_delivery_count).value_or(-1));
+    }
+    if (limited) {
+        CHECK(bodies == std::vector<std::string>{"m3", "m1", "m4", "m5"});
+        CHECK(counts == std::vector<std::int64_t>{1, 1, 0, 0});
+    } else {
+        CHECK(bodies == std::vector<std::string>{"m4", "m5", "m3", "m1"});
+        CHECK(counts == std::vector<std::int64_t>{0, 0, 1, 1});
+    }
+}
+
+TEST_CASE("basic.get's message count leaves out the expired messages right behind the head of "
+          "a classic queue, and a 3.10 quorum queue counts them",
+          "[transport][in_memory]") {
+    const auto type = GENERATE(queue_type::classic, queue_type::quorum);
+    INFO(type_name(type));
+    broker_fixture fx;
+    fx.declare_queue("Q", of_type(type));
+    fx.publish("Q", "head");
+    for (const char* body : {"e1", "e2"}) {
+        auto m = make_message("", "Q", body);
+        m.properties.expiration = "50";
+        REQUIRE_FALSE(fx.ch.basic_publish(m));
+    }
+    fx.publish("Q", "tail");
+    fx.advance(300ms);
+    CHECK(fx.count("Q") == tru(4, 4, 0)); // expired, but not yet at the head
+    auto head = fx.get("Q");
+    REQUIRE(head);
+    CHECK(body_of(*head) == "head");
+    // Both seen on 3.10.8 (get_message_count_skips_an_expired_run in amqp_differential.cpp).
+    const bool classic = type == queue_type::classic;
+    CHECK(head->message_count == (classic ? 1U : 3U));
+    if (classic)
+        CHECK(fx.count("Q") == tru(2, 1, 1));
+    auto tail = fx.get("Q");
+    REQUIRE(tail);
+    CHECK(body_of(*tail) == "tail");
+    CHECK(tail->message_count == 0);
 }
 
 TEST_CASE("RMQ-ACK-24 a classic queue puts requeued messages back in their original position",
@@ -708,6 +780,7 @@ TEST_CASE("RMQ-PF-04 global qos on a quorum queue fails the consume with 540 NOT
     REQUIRE_FALSE(fx.ch.basic_qos(10, true));
     recorder r;
     std::error_code ec;
+    auto other = fx.open_channel();
     fx.ch.basic_consume("QQ", r.on_delivery(), ec);
     CHECK(ec == errc::not_implemented);
     CHECK(fx.ch.close_reason().code == errc::not_implemented);
@@ -715,7 +788,12 @@ TEST_CASE("RMQ-PF-04 global qos on a quorum queue fails the consume with 540 NOT
           "NOT_IMPLEMENTED - queue 'QQ' in vhost '/' does not support global qos");
     CHECK(letterbox::amqp_reply_code(errc::not_implemented) == 540);
     CHECK(fx.broker.queue("QQ")->consumers == 0);
+    // 540 is a hard error: the connection closes, with every channel on it (§0.3 3).
+    CHECK_FALSE(fx.conn.is_open());
+    CHECK_FALSE(other.is_open());
+    CHECK(fx.conn.close_reason().text == fx.ch.close_reason().text);
     // 3.10: a later per-consumer qos clears the global one, and then the consume works.
+    fx.conn = fx.broker.connect("again");
     fx.ch = fx.open_channel();
     REQUIRE_FALSE(fx.ch.basic_qos(10, true));
     REQUIRE_FALSE(fx.ch.basic_qos(2, false));

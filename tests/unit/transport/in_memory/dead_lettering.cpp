@@ -225,14 +225,14 @@ TEST_CASE("DLX-07 a hundred rejected messages reach the DLQ in publish order",
     CHECK(dead_lettered(fx, reason::rejected) == 100);
 }
 
-TEST_CASE("DLX-08 reject with requeue keeps the message: classic original position, quorum back "
-          "of the queue on 3.10, head on 4.0",
+TEST_CASE("DLX-08 reject with requeue keeps the message: classic original position, quorum head "
+          "with a delivery limit and back of the queue without one on 3.10, head on 4.0",
           "[transport][in_memory]") {
-    auto run = [](in_memory::broker_profile profile, queue_type type) {
+    auto run = [](in_memory::broker_profile profile, queue_type type,
+                  std::optional<std::int64_t> limit) {
         broker_fixture fx(profile);
         topology::queue_arguments extra;
-        if (type == queue_type::quorum)
-            extra.delivery_limit = 50;
+        extra.delivery_limit = limit;
         declare_dead_letter_queues(fx, type, extra);
         fx.publish("Q", {"m1", "m2", "m3"});
         auto d = fx.get("Q");
@@ -242,11 +242,14 @@ TEST_CASE("DLX-08 reject with requeue keeps the message: classic original positi
         CHECK(dead_lettered(fx, reason::rejected) == 0);
         return fx.drain("Q");
     };
-    CHECK(run(in_memory::broker_profile::rabbitmq_3_10(), queue_type::classic) ==
+    CHECK(run(in_memory::broker_profile::rabbitmq_3_10(), queue_type::classic, std::nullopt) ==
           strings{"m1", "m2", "m3"});
-    CHECK(run(in_memory::broker_profile::rabbitmq_3_10(), queue_type::quorum) ==
+    // §0.3 1 (corrected): a delivery limit puts the requeued message at the front.
+    CHECK(run(in_memory::broker_profile::rabbitmq_3_10(), queue_type::quorum, 50) ==
+          strings{"m1", "m2", "m3"});
+    CHECK(run(in_memory::broker_profile::rabbitmq_3_10(), queue_type::quorum, std::nullopt) ==
           strings{"m2", "m3", "m1"});
-    CHECK(run(in_memory::broker_profile::rabbitmq_4_0(), queue_type::quorum) ==
+    CHECK(run(in_memory::broker_profile::rabbitmq_4_0(), queue_type::quorum, 50) ==
           strings{"m1", "m2", "m3"});
 }
 

@@ -248,7 +248,9 @@ TEST_CASE("an exclusive queue is locked to its connection and deleted with it",
     CHECK_FALSE(other.basic_get("mine", ec));
     CHECK(ec == errc::resource_locked);
     CHECK(other.close_reason().text ==
-          "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'mine' in vhost '/'");
+          "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'mine' in vhost "
+          "'/'. It could be originally declared on another connection or the exclusive property "
+          "value does not match that of the original declaration.");
     CHECK(letterbox::amqp_reply_code(errc::resource_locked) == 405);
     other = other_conn.open_channel();
     recorder r;

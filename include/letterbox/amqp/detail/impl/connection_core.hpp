@@ -497,6 +497,7 @@ inline void connection_core::handle_frame(const codec::frame_view& f) {
 inline void connection_core::handle_connection_method(codec::command&& cmd) {
     auto& m = cmd.method;
     if (auto* close = std::get_if<codec::connection_close>(&m)) {
+        close_text_ = close->reply_text;
         (void)writer_.write_method(out_, 0, codec::connection_close_ok{});
         if (state_ == state::closing && !close_after_write_)
             return close_after_write(make_error_code(errc::closed));

@@ -345,6 +345,10 @@ inline void transport_state::depth(const std::string& queue, depth_completion do
 inline void transport_state::publish(message m, completion done) {
     if (closed_)
         return done(make_error_code(errc::closed));
+    // No message leaves letterbox without an id (message.hpp); it also keys the correlation of
+    // a basic.return with its publish.
+    if (m.id.is_nil())
+        m.id = ids_();
     outbox_.push_back(outgoing{std::move(m), std::move(done)});
     pump();
 }

@@ -5,6 +5,7 @@
 // `channel`. Every rule here cites the catalogue (research/reliability-anchors.md) or the
 // 3.10.8 observations (§0.3) it implements; docs/in-memory-transport.md lists them.
 
+#include <letterbox/basic_properties.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
@@ -20,6 +21,8 @@
 #include <letterbox/transport/in_memory/broker_profile.hpp>
 #include <letterbox/transport/in_memory/close_reason.hpp>
 #include <letterbox/transport/in_memory/detail/clock_adapter.hpp>
+#include <letterbox/transport/in_memory/detail/declare_rules.hpp>
+#include <letterbox/transport/in_memory/detail/priority_order.hpp>
 #include <letterbox/transport/in_memory/handlers.hpp>
 #include <letterbox/transport/in_memory/queue_info.hpp>
 #include <letterbox/transport/in_memory/returned_message.hpp>
@@ -65,6 +68,7 @@ struct queued {
     std::int64_t expires_at = no_expiry;
     std::uint32_t delivery_count = 0; // quorum x-delivery-count
     std::uint32_t acquired = 0;       // quorum x-acquired-count (4.3)
+    std::uint8_t priority = 0;        // classic priority queue: filed_priority (priority_order.hpp)
     bool redelivered = false;
     std::size_t bytes() const noexcept { return env->msg.body.size(); }
 };
@@ -96,7 +100,8 @@ struct queue_state {
     field_table arguments;
     topology::queue_arguments args;
     std::optional<std::int64_t> delivery_limit;
-    std::deque<queued> ready;   // classic: sorted by seq
+    std::optional<std::uint8_t> max_priority; // classic x-max-priority
+    std::deque<queued> ready;   // classic: sorted by priority, then seq (priority_order.hpp)
     std::deque<queued> returns; // quorum with `quorum_returns_first`: served first
     std::size_t ready_bytes = 0;
     std::size_t unacked = 0;
@@ -104,6 +109,9 @@ struct queue_state {
     std::size_t next_consumer = 0;
     std::unique_ptr<timer_adapter> timer;
     std::int64_t timer_deadline = no_expiry;
+    // x-expires: the queue is deleted once unused (no consumer, get or declare) until then.
+    std::unique_ptr<timer_adapter> expiry_timer;
+    std::int64_t unused_until = no_expiry;
     bool deleted = false;
 
     bool quorum() const noexcept { return args.type == topology::queue_type::quorum; }
@@ -163,6 +171,7 @@ struct connection_state {
 struct exchange_state {
     topology::exchange decl;
     std::vector<topology::binding> bindings; // bindings whose source is this exchange
+    std::optional<std::string> alternate;    // the `alternate-exchange` argument
     bool builtin = false;
 };
 
@@ -210,10 +219,11 @@ enum class return_kind { nack, reject, recover, channel_closed };
 class broker_state : public std::enable_shared_from_this<broker_state> {
 public:
     broker_state(std::unique_ptr<clock_adapter> clock, const broker_profile& profile,
-                 std::size_t max_message_size)
+                 std::size_t max_message_size, std::uint64_t message_id_seed)
         : clock_(std::move(clock))
         , profile_(profile)
-        , max_message_size_(max_message_size) {
+        , max_message_size_(max_message_size)
+        , ids_(message_id_seed) {
         for (auto [name, type] : {std::pair{"", topology::exchange_type::direct},
                                   std::pair{"amq.direct", topology::exchange_type::direct},
                                   std::pair{"amq.fanout", topology::exchange_type::fanout},
@@ -250,6 +260,8 @@ public:
     const broker_profile& profile() const noexcept { return profile_; }
     const broker_counters& counters() const noexcept { return counters_; }
     std::int64_t now() const { return clock_->now_ns(); }
+    // The broker's seeded id sequence (broker::generate_message_id).
+    message_id next_message_id() { return ids_(); }
 
     // ---- connections and channels -----------------------------------------------------
 
@@ -340,8 +352,8 @@ public:
             const auto& cur = it->second.decl;
             if (cur.type != x.type)
                 return inequivalent(ch, "type", "exchange", x.name,
-                                    std::string(topology::to_string(x.type)),
-                                    std::string(topology::to_string(cur.type)));
+                                    "'" + std::string(topology::to_string(x.type)) + "'",
+                                    "'" + std::string(topology::to_string(cur.type)) + "'");
             if (cur.durable != x.durable)
                 return inequivalent(ch, "durable", "exchange", x.name, bool_text(x.durable),
                                     bool_text(cur.durable));
@@ -351,6 +363,14 @@ public:
             if (cur.internal != x.internal)
                 return inequivalent(ch, "internal", "exchange", x.name, bool_text(x.internal),
                                     bool_text(cur.internal));
+            const auto* want = x.arguments.find(alternate_exchange_argument);
+            const auto* have = cur.arguments.find(alternate_exchange_argument);
+            if (!equivalent_argument(want, have)) {
+                const bool both = want != nullptr && have != nullptr;
+                return inequivalent(ch, std::string(alternate_exchange_argument), "exchange",
+                                    x.name, equivalence_side(want, both),
+                                    equivalence_side(have, both));
+            }
             return {};
         }
         if (x.name.starts_with("amq."))
@@ -358,6 +378,7 @@ public:
                                  "exchange name '" + x.name + "' contains reserved prefix 'amq.*'");
         exchange_state st;
         st.decl = x;
+        st.alternate = alternate_exchange_of(x.arguments);
         exchanges_.emplace(x.name, std::move(st));
         return {};
     }
@@ -441,6 +462,7 @@ public:
             }
             if ((ec = check_exclusive(ch, *it->second)))
                 return {};
+            touch(*it->second); // a declare, passive too, is a use (x-expires)
             return {name, it->second->ready_count(), it->second->consumers.size()};
         }
         if (name.starts_with("amq.") && decl.name == name) {
@@ -448,17 +470,13 @@ public:
                                "queue name '" + name + "' contains reserved prefix 'amq.*'");
             return {};
         }
-        std::string why;
-        auto args = topology::queue_arguments::parse(decl.arguments, ec, why);
-        if (!args) {
-            ec = channel_error(
-                ch, errc::precondition_failed,
-                why.replace(why.find(':'), 1, " for queue '" + name + "' in vhost '/':"));
-            return {};
-        }
         if (it != queues_.end()) {
+            // An existing queue: RabbitMQ compares the declaration with it and never validates
+            // the arguments again (an invalid one is simply not equivalent).
             auto& q = *it->second;
-            if ((ec = check_exclusive(ch, q)))
+            // A declaration is strict (rabbit_amqqueue:check_exclusive_access(.., strict)): the
+            // exclusive flag must match too, even on the owner's connection.
+            if ((ec = check_exclusive(ch, q, q.exclusive != decl.exclusive)))
                 return {};
             if (q.durable != decl.durable) {
                 ec = inequivalent(ch, "durable", "queue", name, bool_text(decl.durable),
@@ -470,32 +488,51 @@ public:
                                   bool_text(q.auto_delete));
                 return {};
             }
-            if (args->type != q.args.type) {
-                ec = inequivalent(ch, std::string(topology::args::queue_type), "queue", name,
-                                  describe(decl.arguments.find(topology::args::queue_type)),
-                                  describe(q.arguments.find(topology::args::queue_type)));
+            // rabbit_misc:assert_args_equivalence over declare_args(), in its order.
+            for (auto arg : compared_queue_arguments) {
+                const auto* want = decl.arguments.find(arg);
+                const auto* have = q.arguments.find(arg);
+                if (arg == topology::args::queue_type ? same_queue_type(want, have)
+                                                      : equivalent_argument(want, have))
+                    continue;
+                const bool both = want != nullptr && have != nullptr;
+                ec = inequivalent(ch, std::string(arg), "queue", name, equivalence_side(want, both),
+                                  equivalence_side(have, both));
                 return {};
             }
-            for (auto arg : {topology::args::dead_letter_exchange,
-                             topology::args::dead_letter_routing_key, topology::args::message_ttl,
-                             topology::args::max_length, topology::args::max_length_bytes,
-                             topology::args::overflow, topology::args::delivery_limit}) {
-                const auto* a = decl.arguments.find(arg);
-                const auto* b = q.arguments.find(arg);
-                bool differ = false;
-                if (!a || !b)
-                    differ = (a != nullptr) != (b != nullptr);
-                else if (auto ai = a->as_integer())
-                    differ = ai != b->as_integer();
-                else
-                    differ = !(*a == *b);
-                if (differ) {
-                    ec =
-                        inequivalent(ch, std::string(arg), "queue", name, describe(a), describe(b));
-                    return {};
-                }
-            }
+            touch(q);
             return {name, q.ready_count(), q.consumers.size()};
+        }
+        // RabbitMQ first validates the values of the arguments in its declare_args()
+        // (rabbit_amqqueue:check_arguments). `x-delivery-limit` is not among them on 3.10, so
+        // any value of it passes (seen on 3.10.8: a quorum queue takes `x-delivery-limit: "3"`);
+        // the model then gives the queue no delivery limit.
+        field_table checked = decl.arguments;
+        if (const auto* limit = checked.find(topology::args::delivery_limit);
+            limit && !limit->as_integer())
+            checked.erase(topology::args::delivery_limit);
+        std::string why;
+        auto args = topology::queue_arguments::parse(checked, ec, why);
+        if (!args) {
+            // parse() says "invalid arg 'A': why", or "invalid type 'T' for arg 'A'".
+            if (why.starts_with("invalid type"))
+                why += " in queue '" + name + "' in vhost '/'";
+            else
+                why.replace(why.find(':'), 1, " for queue '" + name + "' in vhost '/':");
+            ec = channel_error(ch, errc::precondition_failed, why);
+            return {};
+        }
+        // Then the queue's type refuses the arguments it does not take, before it looks at the
+        // queue's properties (seen on 3.10.8: `x-max-length: -1` with `x-max-priority` on a
+        // quorum queue is refused for the length, a classic queue's `x-delivery-limit: "three"`
+        // for its type).
+        const bool quorum = args->type == topology::queue_type::quorum;
+        if (auto refused = refused_argument(decl.arguments, quorum); !refused.empty()) {
+            ec = channel_error(ch, errc::precondition_failed,
+                               "invalid arg '" + std::string(refused) + "' for queue '" + name +
+                                   "' in vhost '/' of queue type " +
+                                   (quorum ? "rabbit_quorum_queue" : "rabbit_classic_queue"));
+            return {};
         }
         if (args->type == topology::queue_type::quorum) {
             // rabbit_quorum_queue:declare checks auto-delete, then exclusive, then durable.
@@ -532,9 +569,12 @@ public:
                 q->delivery_limit = *args->delivery_limit < 0 ? std::nullopt : args->delivery_limit;
             else
                 q->delivery_limit = profile_.quorum_default_delivery_limit;
+        } else {
+            q->max_priority = args->max_priority;
         }
         q->timer = clock_->make_timer();
         queues_.emplace(name, q);
+        touch(*q);
         return {name, 0, 0};
     }
 
@@ -574,7 +614,7 @@ public:
         }
         if (if_empty && q.ready_count() != 0) {
             ec = channel_error(ch, errc::precondition_failed,
-                               "queue '" + q.name + "' in vhost '/' is not empty");
+                               "queue '" + q.name + "' in vhost '/' not empty");
             return 0;
         }
         const auto n = q.ready_count();
@@ -722,8 +762,10 @@ public:
             return {};
         }
         if (q->quorum() && ch.global_prefetch != 0) {
-            ec = channel_error(ch, errc::not_implemented,
-                               "queue '" + q->name + "' in vhost '/' does not support global qos");
+            // 540 is a hard error: RabbitMQ closes the whole connection (§0.3 3).
+            ec = connection_error(ch, errc::not_implemented,
+                                  "queue '" + q->name +
+                                      "' in vhost '/' does not support global qos");
             return {};
         }
         if (opts.consumer_tag.empty())
@@ -773,10 +815,16 @@ public:
             return std::nullopt;
         if ((ec = check_exclusive(ch, *q)))
             return std::nullopt;
+        touch(*q); // a get, even an empty one, is a use (x-expires)
         expire_heads(*q, now());
         if (q->ready_count() == 0)
             return std::nullopt;
         auto d = hand_out(ch, queues_.at(q->name), nullptr, q->pop_head(), no_ack, true);
+        // A classic queue (rabbit_amqqueue_process:fetch) drops the expired messages at the new
+        // head before the count is read, so an expired run behind the fetched message is not
+        // counted. A 3.10 quorum queue counts them (seen on 3.10.8).
+        if (!q->quorum())
+            expire_heads(*q, now());
         d.message_count = static_cast<std::uint32_t>(q->ready_count());
         after_change(*q, false);
         return d;
@@ -845,8 +893,8 @@ public:
     std::error_code basic_recover(channel_state& ch, bool requeue) {
         if (auto ec = check_open(ch))
             return ec;
-        if (!requeue)
-            return channel_error(ch, errc::not_implemented, "requeue=false");
+        if (!requeue) // 540, a hard error: the whole connection closes
+            return connection_error(ch, errc::not_implemented, "requeue=false");
         scope s(*this);
         requeue_all(ch, return_kind::recover);
         dispatch_channel(ch);
@@ -990,9 +1038,16 @@ private:
                                    : make_error_code(errc::connection_closed);
     }
 
-    std::error_code channel_error(channel_state& ch, errc e, std::string text) {
-        close_channel(
-            ch, {make_error_code(e), std::string(amqp_reply_name(e)) + " - " + std::move(text)});
+    std::error_code channel_error(channel_state& ch, errc e, const std::string& text) {
+        close_channel(ch, {make_error_code(e), reply_text(amqp_reply_name(e), text)});
+        return make_error_code(e);
+    }
+
+    // A hard error (540 NOT_IMPLEMENTED...): RabbitMQ answers with connection.close, so every
+    // channel of the connection closes with the same reason.
+    std::error_code connection_error(channel_state& ch, errc e, const std::string& text) {
+        close_connection(*ch.connection,
+                         {make_error_code(e), reply_text(amqp_reply_name(e), text)});
         return make_error_code(e);
     }
 
@@ -1007,17 +1062,6 @@ private:
 
     static std::string bool_text(bool b) { return b ? "'true'" : "'false'"; }
 
-    static std::string describe(const field_value* v) {
-        if (!v)
-            return "none";
-        if (auto i = v->as_integer())
-            return "the value '" + std::to_string(*i) + "' of type '" +
-                   std::string(amqp_type_name(*v)) + "'";
-        if (const auto* s = v->get_if<std::string>())
-            return "the value '" + *s + "' of type 'longstr'";
-        return "a value of type '" + std::string(amqp_type_name(*v)) + "'";
-    }
-
     static std::string_view amqp_type_name(const field_value& v) {
         constexpr std::string_view names[] = {
             "void",      "bool",        "byte",   "unsignedbyte", "short",  "unsignedshort",
@@ -1026,11 +1070,14 @@ private:
         return names[v.variant().index()];
     }
 
-    std::error_code check_exclusive(channel_state& ch, const queue_state& q) {
-        if (q.exclusive && q.owner != ch.connection->id)
+    std::error_code check_exclusive(channel_state& ch, const queue_state& q,
+                                    bool flag_differs = false) {
+        if (flag_differs || (q.exclusive && q.owner != ch.connection->id))
             return channel_error(ch, errc::resource_locked,
                                  "cannot obtain exclusive access to locked queue '" + q.name +
-                                     "' in vhost '/'");
+                                     "' in vhost '/'. It could be originally declared on another "
+                                     "connection or the exclusive property value does not match "
+                                     "that of the original declaration.");
         return {};
     }
 
@@ -1120,7 +1167,10 @@ private:
         return bound == sent;
     }
 
-    static bool headers_match(const field_table& binding_args, const field_table& headers) {
+    // Matches against the headers a real broker would see: `msg`'s, without those that
+    // to_basic_properties turns into properties (is_wire_header).
+    static bool headers_match(const field_table& binding_args, const message& msg) {
+        const auto& headers = msg.headers;
         std::string mode = "all";
         if (auto m = binding_args.get<std::string>("x-match"))
             mode = *m;
@@ -1131,6 +1181,8 @@ private:
             if (key == "x-match" || (!with_x && key.starts_with("x-")))
                 continue;
             const auto* h = headers.find(key);
+            if (h && key.starts_with("x-letterbox-amqp-") && !is_wire_header(msg, key))
+                h = nullptr;
             const bool ok = h && (value.is_void() || header_value_matches(value, *h));
             if (all && !ok)
                 return false;
@@ -1140,7 +1192,7 @@ private:
     }
 
     void route_exchange(const exchange_state& x, std::span<const std::string_view> keys,
-                        const field_table& headers, std::vector<queue_state*>& out,
+                        const message& msg, std::vector<queue_state*>& out,
                         std::vector<const exchange_state*>& seen) {
         if (!seen.empty() && std::find(seen.begin(), seen.end(), &x) != seen.end())
             return;
@@ -1157,6 +1209,7 @@ private:
                 add_queue(k);
             return;
         }
+        bool routed = false; // any binding matched, whether or not it led to a queue
         for (const auto& b : x.bindings) {
             bool hit = false;
             switch (x.decl.type) {
@@ -1173,18 +1226,27 @@ private:
                 });
                 break;
             case topology::exchange_type::headers:
-                hit = headers_match(b.arguments, headers);
+                hit = headers_match(b.arguments, msg);
                 break;
             }
             if (!hit)
                 continue;
+            routed = true;
             if (b.kind == topology::destination_kind::queue) {
                 add_queue(b.destination);
             } else if (auto it = exchanges_.find(b.destination); it != exchanges_.end()) {
                 seen.push_back(&x); // only exchange-to-exchange routing needs cycle protection
-                route_exchange(it->second, keys, headers, out, seen);
+                route_exchange(it->second, keys, msg, out, seen);
             }
         }
+        // rabbit_exchange:route1 (process_alternate): an exchange whose bindings matched
+        // nothing hands the message to its alternate exchange, if that exists. Each exchange is
+        // walked at most once, so alternate exchanges that point at each other end.
+        if (!routed && x.alternate)
+            if (auto it = exchanges_.find(*x.alternate); it != exchanges_.end()) {
+                seen.push_back(&x);
+                route_exchange(it->second, keys, msg, out, seen);
+            }
     }
 
     // Routes with the publish key plus the CC and BCC keys (sender-selected distribution).
@@ -1202,15 +1264,15 @@ private:
         seen.clear();
         if (explicit_key) {
             std::string_view one[1] = {*explicit_key};
-            route_exchange(exchange, one, env->msg.headers, out, seen);
+            route_exchange(exchange, one, env->msg, out, seen);
         } else if (env->cc.empty() && env->bcc.empty()) {
             std::string_view one[1] = {env->msg.routing_key};
-            route_exchange(exchange, one, env->msg.headers, out, seen);
+            route_exchange(exchange, one, env->msg, out, seen);
         } else {
             std::vector<std::string_view> keys{env->msg.routing_key};
             keys.insert(keys.end(), env->cc.begin(), env->cc.end());
             keys.insert(keys.end(), env->bcc.begin(), env->bcc.end());
-            route_exchange(exchange, keys, env->msg.headers, out, seen);
+            route_exchange(exchange, keys, env->msg, out, seen);
         }
     }
 
@@ -1246,6 +1308,7 @@ private:
         m.env = std::move(env);
         m.seq = ++last_seq_;
         m.expires_at = deadline_for(q, message_ttl_ms);
+        m.priority = filed_priority(m.env->msg, q.max_priority);
         const auto mode = overflow_of(q);
         if (mode != topology::overflow_behaviour::drop_head) {
             // Quorum queues check the limit before the publish and may overshoot by one.
@@ -1262,7 +1325,12 @@ private:
         }
         ++counters_.enqueued;
         q.ready_bytes += m.bytes();
-        q.ready.push_back(std::move(m));
+        if (q.max_priority) {
+            const auto pos = ready_position(q.ready, m.priority, m.seq);
+            q.ready.insert(pos, std::move(m));
+        } else {
+            q.ready.push_back(std::move(m));
+        }
         if (mode == topology::overflow_behaviour::drop_head)
             drop_head_while_over(q);
         return true;
@@ -1302,6 +1370,29 @@ private:
             scope s(*b);
             qs->timer_deadline = no_expiry;
             b->after_change(*qs, false);
+        });
+    }
+
+    // x-expires (RMQ-TTL-08): a queue is deleted once it has been unused for the period, its
+    // messages dropped without dead-lettering. Unused means no consumer and no basic.get or
+    // queue.declare (passive too); each of those, and the last consumer leaving, starts the
+    // period again (rabbit_amqqueue_process:ensure_expiry_timer). A timer that fires while the
+    // queue has consumers does nothing: the last one to leave starts a new period.
+    void touch(queue_state& q) {
+        if (!q.args.expires || q.deleted)
+            return;
+        q.unused_until = now() + static_cast<std::int64_t>(q.args.expires->count()) * 1'000'000;
+        if (!q.expiry_timer)
+            q.expiry_timer = clock_->make_timer();
+        std::weak_ptr<broker_state> self = weak_from_this();
+        std::weak_ptr<queue_state> wq = q.self;
+        q.expiry_timer->wait_until(q.unused_until, [self, wq] {
+            auto b = self.lock();
+            auto qs = wq.lock();
+            if (!b || !qs || qs->deleted || !qs->consumers.empty() || b->now() < qs->unused_until)
+                return;
+            scope s(*b);
+            b->delete_queue(*qs, drop_kind::queue_expired);
         });
     }
 
@@ -1457,28 +1548,17 @@ private:
         for (auto& [q, ms] : groups) {
             std::sort(ms.begin(), ms.end(),
                       [](const queued& a, const queued& b) { return a.seq < b.seq; });
-            if (q->quorum() && how == return_kind::channel_closed &&
-                !profile_.quorum_returns_first) {
-                // 3.10.8: a closed channel's messages go back to the front in original order.
-                // The delivery limit is checked front to back first, so the ones past it are
-                // dead-lettered in original order too (DLX-44).
-                std::vector<queued> kept;
-                for (auto& m : ms)
-                    if (count_return(*q, m, how))
-                        kept.push_back(std::move(m));
-                for (auto it = kept.rbegin(); it != kept.rend(); ++it)
-                    place_returned(*q, std::move(*it), true);
-            } else {
-                for (auto& m : ms)
-                    requeue_one(*q, std::move(m), how);
-            }
+            // In original order: the delivery limit is checked front to back, so the ones past
+            // it are dead-lettered in original order too (DLX-44).
+            for (auto& m : ms)
+                requeue_one(*q, std::move(m), how);
             after_change(*q, false);
         }
     }
 
-    void requeue_one(queue_state& q, queued m, return_kind how, bool to_front = false) {
+    void requeue_one(queue_state& q, queued m, return_kind how) {
         if (count_return(q, m, how))
-            place_returned(q, std::move(m), to_front);
+            place_returned(q, std::move(m), how);
     }
 
     // Marks a returned message redelivered and counts the return. A quorum queue's delivery
@@ -1497,18 +1577,18 @@ private:
         return true;
     }
 
-    void place_returned(queue_state& q, queued m, bool to_front) {
+    void place_returned(queue_state& q, queued m, return_kind how) {
         q.ready_bytes += m.bytes();
         if (q.quorum()) {
-            if (profile_.quorum_returns_first)
-                q.returns.push_back(std::move(m));
-            else if (to_front)
-                q.ready.push_front(std::move(m));
-            else
-                q.ready.push_back(std::move(m));
+            // rabbit_fifo serves its returns before the other ready messages, in return order.
+            // 3.10 and 3.13 send a nack, reject or recover requeue to the back instead when the
+            // queue has no delivery limit; a closed channel's messages are returns everywhere
+            // (§0.3 1, RMQ-ACK-23).
+            const bool first = profile_.quorum_returns_first ||
+                               how == return_kind::channel_closed || q.delivery_limit.has_value();
+            (first ? q.returns : q.ready).push_back(std::move(m));
         } else {
-            auto pos = std::upper_bound(q.ready.begin(), q.ready.end(), m.seq,
-                                        [](std::uint64_t s, const queued& x) { return s < x.seq; });
+            const auto pos = ready_position(q.ready, m.priority, m.seq);
             q.ready.insert(pos, std::move(m));
         }
         if (overflow_of(q) == topology::overflow_behaviour::drop_head)
@@ -1699,6 +1779,8 @@ private:
             q->next_consumer = 0;
         if (q->auto_delete && q->consumers.empty() && !q->deleted)
             delete_queue(*q, drop_kind::queue_deleted);
+        else if (q->consumers.empty())
+            touch(*q); // unused from now on: x-expires counts from here
     }
 
     void delete_queue(queue_state& q, drop_kind why) {
@@ -1712,6 +1794,8 @@ private:
         q.ready_bytes = 0;
         q.unacked = 0;
         q.timer->cancel();
+        if (q.expiry_timer)
+            q.expiry_timer->cancel();
         auto consumers = std::move(q.consumers);
         q.consumers.clear();
         for (auto& c : consumers) {
@@ -1788,6 +1872,7 @@ private:
     std::unique_ptr<clock_adapter> clock_;
     broker_profile profile_;
     std::size_t max_message_size_;
+    message_id_generator ids_;
     broker_counters counters_;
     std::unordered_map<std::string, exchange_state, string_hash, std::equal_to<>> exchanges_;
     std::unordered_map<std::string, std::shared_ptr<queue_state>, string_hash, std::equal_to<>>
