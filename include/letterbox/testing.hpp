@@ -30,6 +30,7 @@
 #include <letterbox/testing/pipeline_options.hpp>
 #include <letterbox/testing/pipeline_report.hpp>
 #include <letterbox/testing/pipeline_result.hpp>
+#include <letterbox/testing/pipeline_topology.hpp>
 #include <letterbox/testing/rapidcheck.hpp>
 #include <letterbox/testing/run_pipeline.hpp>
 #include <letterbox/testing/seed.hpp>

@@ -38,6 +38,7 @@ template void lt::detail::outbox_check_lease_excludes_other_owners<outbox_archet
 template void lt::detail::outbox_check_release_expired_leases<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_per_aggregate_order<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_parked_event_blocks_its_aggregate<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
+template void lt::detail::outbox_check_event_added_behind_unconfirmed_head_waits<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_mark_published_requires_lease_owner<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_mark_published_batch<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
 template void lt::detail::outbox_check_record_failure_counts_and_parks<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);

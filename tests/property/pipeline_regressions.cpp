@@ -6,6 +6,7 @@
 #include <letterbox/sqlite.hpp>
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
+#include <letterbox/testing/pipeline_topology.hpp>
 #include <letterbox/testing/run_pipeline.hpp>
 
 #include "support/ledger_app.hpp"
@@ -14,19 +15,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace {
 
-letterbox::testing::pipeline_result replay(std::uint64_t seed, std::string_view schedule,
-                                           letterbox::testing::fault_profile faults = {},
-                                           letterbox::testing::pipeline_defect defect = {}) {
+letterbox::testing::pipeline_result
+replay(std::uint64_t seed, std::string_view schedule, letterbox::testing::fault_profile faults = {},
+       letterbox::testing::pipeline_defect defect = {},
+       letterbox::testing::pipeline_topology topology = letterbox::testing::pipeline_topology{}) {
     const auto parsed = letterbox::testing::fault_schedule::parse(schedule);
     REQUIRE(parsed.has_value());
     letterbox::testing::pipeline_options o;
     o.faults = faults;
     o.schedule = *parsed;
     o.defect = defect;
+    o.topology = std::move(topology);
     return letterbox::testing::run_pipeline<test_support::ledger_app>(seed, o);
 }
 
@@ -37,10 +42,18 @@ struct found_run_counts {
     std::size_t deliveries = 0;
 };
 
-/// Replays a whole run that a tier once printed as failing (its pipeline seed, default options):
-/// it keeps every guarantee now, and still does what it did.
+/// Replays a whole run that a tier once printed as failing (its pipeline seed, the default
+/// options of then): it keeps every guarantee now, and still does what it did. The runs found
+/// before the fan-outs and the unroutable faults existed had one consumer process and none of
+/// those faults: their seeds draw them now, so they are switched off to replay the same run.
 void replay_found_run(std::uint64_t pipeline_seed, found_run_counts expected) {
-    const auto r = letterbox::testing::run_pipeline<test_support::ledger_app>(pipeline_seed);
+    letterbox::testing::pipeline_options o;
+    auto faults = letterbox::testing::fault_profile::from_seed(pipeline_seed);
+    faults.binding_removals = 0;
+    faults.queue_deletions = 0;
+    o.faults = faults;
+    o.topology = letterbox::testing::pipeline_topology::single();
+    const auto r = letterbox::testing::run_pipeline<test_support::ledger_app>(pipeline_seed, o);
     INFO(r.to_string());
     CHECK(r.ok());
     CHECK(r.dead_letters == expected.dead_letters);
@@ -73,6 +86,52 @@ TEST_CASE("regression: one refused publish is enough to lose a row marked before
     const auto fixed = replay(7, "@0ms publish_nack 1\n");
     INFO(fixed.to_string());
     CHECK(fixed.ok());
+}
+
+TEST_CASE("regression: one binding removal is enough to lose a row whose return counts as a "
+          "success",
+          "[property][simulation][regression][self_test]") {
+    // The smallest schedule for pipeline_defect::return_as_success: for a second the exchange
+    // routes nowhere, and every publish meanwhile comes back unroutable.
+    const auto broken = replay(7, "@500ms binding_removed 1000\n", {},
+                               letterbox::testing::pipeline_defect::return_as_success);
+    CHECK_FALSE(broken.ok());
+    // The correct relay keeps each returned row, and publishes it again once routed.
+    const auto fixed = replay(7, "@500ms binding_removed 1000\n");
+    INFO(fixed.to_string());
+    CHECK(fixed.ok());
+    CHECK(fixed.committed == fixed.effects);
+}
+
+TEST_CASE("regression: work queues deleted and restored lose nothing the relay publishes meanwhile",
+          "[property][simulation][regression]") {
+    // Two consumers, one with two competing processes: both queues go away together (once
+    // empty), their consumers are cancelled, and everything published meanwhile comes back
+    // unroutable until the queues are declared, bound and consumed again.
+    const letterbox::testing::pipeline_topology fan_out{{1, 2}};
+    const auto r =
+        replay(7, "@500ms queue_deleted 800\n@2000ms queue_deleted 300\n", {}, {}, fan_out);
+    INFO(r.to_string());
+    CHECK(r.ok());
+    CHECK(r.events.text().find("restored: every work queue") != std::string::npos);
+    CHECK(r.effects == 2 * r.committed);
+    const auto broken = replay(7, "@500ms queue_deleted 800\n@2000ms queue_deleted 300\n", {},
+                               letterbox::testing::pipeline_defect::return_as_success, fan_out);
+    CHECK_FALSE(broken.ok());
+}
+
+TEST_CASE("regression: two consumers of one event on an inbox keyed on the message id alone",
+          "[property][simulation][regression][self_test]") {
+    // The smallest case for pipeline_defect::inbox_key_without_consumer: no fault at all, two
+    // consumers; the second skips every event as the first one's duplicate.
+    const letterbox::testing::pipeline_topology two{{1, 1}};
+    const auto broken =
+        replay(7, "", {}, letterbox::testing::pipeline_defect::inbox_key_without_consumer, two);
+    CHECK_FALSE(broken.ok());
+    const auto fixed = replay(7, "", {}, {}, two);
+    INFO(fixed.to_string());
+    CHECK(fixed.ok());
+    CHECK(fixed.effects == 2 * fixed.committed);
 }
 
 TEST_CASE("regression: copies of a poison message in flight at each drop stay within the bound",

@@ -76,3 +76,19 @@ TEST_CASE("self-test: an inbox check outside the transaction is caught losing me
           "[property][simulation][self_test]") {
     expect_caught(pipeline_defect::inbox_check_outside_transaction, invariant::no_loss);
 }
+
+TEST_CASE("self-test: a relay that takes a returned (unroutable) publish for a success is caught "
+          "losing messages",
+          "[property][simulation][self_test]") {
+    // Caught only when a publish is unroutable: while the bindings are removed or the queues
+    // deleted (fault_kind::binding_removed, queue_deleted).
+    expect_caught(pipeline_defect::return_as_success, invariant::no_loss);
+}
+
+TEST_CASE("self-test: an inbox keyed on the message id alone is caught losing messages when two "
+          "consumers read the same events",
+          "[property][simulation][self_test]") {
+    // Caught only with a fan-out: the second consumer skips each event as a duplicate of the
+    // first one's (pipeline_topology with two consumers or more).
+    expect_caught(pipeline_defect::inbox_key_without_consumer, invariant::no_loss);
+}

@@ -37,6 +37,10 @@ void run_shard(std::size_t shard, std::size_t shards) {
     if (std::getenv(letterbox::testing::pipeline_seed_environment_variable) == nullptr) {
         CHECK(report.runs == check.seeds);
         CHECK(report.replays == check.seeds);
+        // Order is checked per consumer and aggregate, skipping only the aggregates with a
+        // retried, held-back or dead-lettered message: most runs check it. (When one failure
+        // switched the check off for a whole run, 134 of 2,000 runs did.)
+        CHECK(report.order_checked_runs * 2 > report.runs);
     }
     REQUIRE(report.ok());
 }

@@ -2,10 +2,18 @@
 
 #include <letterbox/consumer.hpp>
 
+#include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/inbox/in_memory_inbox_store.hpp>
+#include <letterbox/middleware/compose.hpp>
+#include <letterbox/middleware/dead_letter.hpp>
+#include <letterbox/middleware/idempotent.hpp>
+#include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>
+
+#include "support/simulation.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +21,9 @@
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -184,4 +194,126 @@ TEST_CASE("consumer holds a delivery whose store failed and handles it again aft
     CHECK(c.stats().failed == 1);
     CHECK(c.stats().delivered == 1); // held, not requeued: the broker delivered it once
     CHECK(w.broker.queue("work.dlq")->ready == 0); // not dead-lettered
+}
+
+namespace {
+
+namespace mw = letterbox::middleware;
+
+// The world of the tests below: one thread and a virtual clock, so that the consumer's waits
+// (a store back-off) cost no real time.
+struct sim_world : test_support::simulation {
+    letterbox::in_memory_transport transport{broker, "consumer"};
+    letterbox::message_id_generator ids{31};
+
+    void declare(const std::string& queue) {
+        letterbox::topology::queue q;
+        q.name = queue;
+        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(q, h); }));
+    }
+    letterbox::message publish(const std::string& queue, std::string body) {
+        letterbox::message m;
+        m.id = ids();
+        m.routing_key = queue;
+        m.body = std::move(body);
+        REQUIRE_FALSE(await([&](auto h) { transport.async_publish(m, h); }));
+        return m;
+    }
+    template <class Consumer>
+    void start(Consumer& c) {
+        std::optional<std::error_code> started;
+        c.async_start([&](std::error_code ec, const std::string&) { started = ec; });
+        REQUIRE(drive_until([&] { return started.has_value(); }));
+        REQUIRE_FALSE(*started);
+    }
+    // Messages the broker still holds for `queue`, ready or delivered and unacknowledged.
+    std::size_t held(const std::string& queue) const {
+        const auto q = broker.queue(queue);
+        return q ? q->ready + q->unacked : 0;
+    }
+};
+
+// Runs a consumer whose handler fails for good on the first delivery, behind a dead_letter
+// layer whose copy cannot be published, and checks that the original came back.
+void expect_original_back_after_failed_dead_letter(sim_world& w, mw::dead_letter_options o) {
+    w.declare("work");
+    int runs = 0;
+    std::size_t held_when_copy_failed = 0;
+    auto handle = [&](const letterbox::message&) {
+        if (++runs == 1)
+            throw letterbox::error(errc::payload_malformed, "permanent: dead-letter it");
+    };
+    auto pipeline = mw::compose(handle, mw::dead_letter(std::move(o), w.clock));
+    letterbox::consumer_options options;
+    options.consume.queue = "work";
+    options.on_event = [&](const letterbox::consumer_event& e) {
+        if (e.what == letterbox::consumer_event::kind::forward_failed)
+            held_when_copy_failed = w.held("work");
+    };
+    letterbox::consumer c(w.transport, pipeline, w.clock, options);
+    w.start(c);
+    w.publish("work", "enrollment");
+    REQUIRE(w.drive_until([&] { return runs == 2 && w.held("work") == 0; }));
+    // The copy was refused while the broker still held the original, which then came back,
+    // flagged as a redelivery: it was requeued, never acknowledged.
+    CHECK(held_when_copy_failed == 1);
+    CHECK(c.stats().forward_failed == 1);
+    CHECK(c.stats().dead_lettered == 0);
+    CHECK(c.stats().delivered == 2);
+    CHECK(c.stats().acked == 1);
+    CHECK(w.broker.counters().redelivered == 1);
+}
+
+} // namespace
+
+TEST_CASE("consumer: a dead-letter copy returned for want of its queue brings the original back "
+          "instead of acking it",
+          "[consumer][dead_letter]") {
+    sim_world w; // "work.dlq" is never declared: the copy is returned (no route)
+    expect_original_back_after_failed_dead_letter(w, {.consumer_id = "billing"});
+    CHECK_FALSE(w.broker.queue("work.dlq").has_value());
+}
+
+TEST_CASE("consumer: a dead-letter copy refused for want of its exchange brings the original "
+          "back instead of acking it",
+          "[consumer][dead_letter]") {
+    sim_world w; // the exchange "dead-letters" is never declared: 404 NOT_FOUND
+    expect_original_back_after_failed_dead_letter(
+        w, {.exchange = "dead-letters", .routing_key = "work.dlq", .consumer_id = "billing"});
+    CHECK_FALSE(w.broker.has_exchange("dead-letters"));
+}
+
+TEST_CASE("consumer: an inbox that fails once with store_busy gets the message handled again, "
+          "never counted as a duplicate",
+          "[consumer][idempotent]") {
+    // The inbox's first operation fails (try_record), or its second (the commit: the unit
+    // of work that recorded the message fails to commit).
+    const std::size_t failing = GENERATE(0, 1);
+    CAPTURE(failing);
+    sim_world w;
+    w.declare("work");
+    w.declare("work.dlq");
+    letterbox::in_memory_inbox_store inbox;
+    std::map<letterbox::message_id, int> effects; // applied only when the unit commits
+    auto effect = [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+        u.on_commit([&effects, id = m.id] { ++effects[id]; });
+    };
+    auto handler = letterbox::idempotent(
+        effect, inbox, [] { return letterbox::in_memory_unit_of_work{}; }, "billing", w.clock);
+    auto pipeline = mw::compose(handler, mw::dead_letter({.consumer_id = "billing"}, w.clock));
+    letterbox::consumer c(w.transport, pipeline, w.clock, {.consume = {.queue = "work"}});
+    w.start(c);
+    inbox.fail_nth(failing, errc::store_busy);
+    const auto m = w.publish("work", "enrollment");
+    REQUIRE(w.drive_until([&] { return c.stats().acked == 1 && w.held("work") == 0; }));
+
+    CHECK(effects == std::map<letterbox::message_id, int>{{m.id, 1}});
+    CHECK(handler.stats() ==
+          letterbox::idempotent_stats{.processed = 1, .duplicates = 0, .failed = 1});
+    std::error_code ec;
+    CHECK(inbox.contains("billing", m.id, ec));
+    CHECK(c.stats().delivered == 1); // held and handled again, not requeued
+    CHECK(c.stats().failed == 1);
+    CHECK(c.stats().dead_lettered == 0);
+    CHECK(w.held("work.dlq") == 0);
 }

@@ -55,6 +55,16 @@ struct fault_profile {
     /// fail with `errc::store_busy` (what the SQLite stores report for SQLITE_BUSY).
     std::uint32_t sqlite_busy_periods = 0;
     std::chrono::milliseconds sqlite_busy_length{0};
+    /// F-21: periods in which every binding of the run's exchange is removed, then restored
+    /// after `unroutable_length`: each publish meanwhile comes back unroutable
+    /// (`basic.return`), and the relay must keep its row and publish it again.
+    std::uint32_t binding_removals = 0;
+    /// F-21: periods in which every work queue is deleted, then declared, bound and consumed
+    /// again after `unroutable_length`. The queues are deleted only once they hold nothing
+    /// (see `fault_kind::queue_deleted` and docs/testing.md): publishes meanwhile are
+    /// unroutable, and the consumers are cancelled by the broker.
+    std::uint32_t queue_deletions = 0;
+    std::chrono::milliseconds unroutable_length{0};
     /// F-04, F-05: for each `failpoint` (indexed by its value), the chance that a pass through
     /// it kills the process there (0: the point is inactive).
     std::array<double, all_failpoints.size()> failpoint_rate{};
@@ -94,6 +104,10 @@ struct fault_profile {
         p.sqlite_busy_length = std::chrono::milliseconds(20 + rng() % 281);
         for (auto& rate : p.failpoint_rate)
             rate = on() ? chance(0.05, 0.5) : 0.0;
+        // Drawn last, so that the draws above (and the profiles of older seeds) stay the same.
+        p.binding_removals = count(2);
+        p.queue_deletions = count(2);
+        p.unroutable_length = std::chrono::milliseconds(100 + rng() % 901);
         return p;
     }
 
@@ -123,6 +137,10 @@ struct fault_profile {
         add(consumer_cancels, fault_kind::consumer_cancel, [&rng] { return 100 + rng() % 900; });
         add(sqlite_busy_periods, fault_kind::sqlite_busy,
             [this] { return sqlite_busy_length.count(); });
+        add(binding_removals, fault_kind::binding_removed,
+            [this] { return unroutable_length.count(); });
+        add(queue_deletions, fault_kind::queue_deleted,
+            [this] { return unroutable_length.count(); });
         std::stable_sort(
             s.commands.begin(), s.commands.end(),
             [](const fault_command& a, const fault_command& b) { return a.at < b.at; });
@@ -166,6 +184,9 @@ struct fault_profile {
         line("consumer_cancels", num(consumer_cancels));
         line("sqlite_busy_periods", num(sqlite_busy_periods));
         line("sqlite_busy_length", ms(sqlite_busy_length));
+        line("binding_removals", num(binding_removals));
+        line("queue_deletions", num(queue_deletions));
+        line("unroutable_length", ms(unroutable_length));
         for (const auto p : all_failpoints) {
             const std::string name = "failpoint." + std::string(letterbox::to_string(p));
             line(name.c_str(), real(rate(p)));

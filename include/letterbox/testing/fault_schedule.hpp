@@ -23,11 +23,13 @@ namespace letterbox::testing {
 /// | --- | --- |
 /// | `connection_drop`, `broker_restart` | unused (0) |
 /// | `lost_confirm`, `publish_nack` | the n-th publish from then (at least 1) |
-/// | `duplicate_delivery` | which confirmed message to publish again (index, modulo their count) |
-/// | `slow_consumer` | for one second, each delivery reaches the handler `arg` ms after the
-/// previous one | | `consumer_cancel` | the consumer subscribes again after `arg` ms | |
-/// `sqlite_busy` | the consumer's store is locked for `arg` ms | | `crash` | a `failpoint` (its
-/// value): the next pass through it kills the process |
+/// | `duplicate_delivery` | which confirmed message to publish again (index, modulo count) |
+/// | `slow_consumer` | for 1 s, each delivery reaches the handler `arg` ms after the last |
+/// | `consumer_cancel` | the consumer subscribes again after `arg` ms |
+/// | `sqlite_busy` | the consumer's store is locked for `arg` ms |
+/// | `binding_removed` | the exchange's bindings are removed, restored after `arg` ms |
+/// | `queue_deleted` | the work queues are deleted once empty, restored `arg` ms later |
+/// | `crash` | a `failpoint` (its value): the next pass through it kills the process |
 ///
 /// Other kinds are not schedulable (handler failures and the poison message are choices per
 /// message: see `fault_profile`).
@@ -50,6 +52,8 @@ constexpr bool schedulable(fault_kind kind) noexcept {
     case fault_kind::slow_consumer:
     case fault_kind::consumer_cancel:
     case fault_kind::sqlite_busy:
+    case fault_kind::binding_removed:
+    case fault_kind::queue_deleted:
     case fault_kind::crash:
         return true;
     default:
@@ -65,6 +69,7 @@ constexpr bool schedulable(fault_kind kind) noexcept {
 ///     @0ms publish_nack 1
 ///     @1200ms crash after_confirm_before_mark
 ///     @2500ms sqlite_busy 300
+///     @3000ms binding_removed 400
 ///
 /// `parse` reads it back, so a failing schedule printed by a run can be pasted into a test.
 struct fault_schedule {

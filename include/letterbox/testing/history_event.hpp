@@ -40,6 +40,8 @@ enum class fault_kind {
     consumer_cancel,           ///< F-20: a consumer was cancelled mid-stream
     sqlite_busy,               ///< F-17: a store call failed with SQLITE_BUSY
     crash,                     ///< F-04, F-05: a process crashed (at a failpoint, in `detail`)
+    binding_removed,           ///< F-21: every binding of the exchange removed, or restored
+    queue_deleted,             ///< F-21: the work queues deleted (empty), or restored
     other                      ///< anything else; say what in `detail`
 };
 
@@ -70,6 +72,10 @@ constexpr std::string_view to_string(fault_kind kind) noexcept {
         return "sqlite_busy";
     case fault_kind::crash:
         return "crash";
+    case fault_kind::binding_removed:
+        return "binding_removed";
+    case fault_kind::queue_deleted:
+        return "queue_deleted";
     case fault_kind::other:
         return "other";
     }
@@ -180,6 +186,20 @@ struct delivery_nacked {
     friend bool operator==(const delivery_nacked&, const delivery_nacked&) = default;
 };
 
+/// A consumer let a delivery fall behind the ones after it: its pipeline decided anything but an
+/// ack. `why` says what: "retried" (run again after an in-process delay), "redelivered" (a copy
+/// to a retry queue), "dead_lettered" (a copy to the dead-letter queue), "failed" (the consumer
+/// settles it itself: it holds it after a failure of its own store, or rejects it),
+/// "rejected" or "requeued". The deliveries after it may be handled first, so
+/// `check_aggregate_order` does not check its aggregate for that consumer.
+struct delivery_deferred {
+    std::string consumer;
+    message_id id{};
+    std::string why;
+
+    friend bool operator==(const delivery_deferred&, const delivery_deferred&) = default;
+};
+
 /// A message was dead-lettered, with the reason. `consumer` is the consumer that gave up on it;
 /// empty means it was dead-lettered before any consumer (by the relay, or a broker-side
 /// dead-letter exchange), which settles it for every consumer.
@@ -206,7 +226,8 @@ struct fault_injected {
 using history_event_payload =
     std::variant<transaction_committed, transaction_rolled_back, relay_published, relay_confirmed,
                  relay_outcome_unknown, relay_marked, broker_delivered, effect_applied,
-                 inbox_committed, delivery_acked, delivery_nacked, dead_lettered, fault_injected>;
+                 inbox_committed, delivery_acked, delivery_nacked, delivery_deferred, dead_lettered,
+                 fault_injected>;
 
 /// An event of a pipeline run: when (virtual time since the start of the run, as
 /// `virtual_clock::now().time_since_epoch()` gives it) and what.
@@ -286,6 +307,12 @@ inline void append_payload(std::string& out, const delivery_nacked& e) {
     out += "delivery_nacked";
     append_consumer_and_id(out, e.consumer, e.id);
     out += e.requeue ? " requeue=true" : " requeue=false";
+}
+inline void append_payload(std::string& out, const delivery_deferred& e) {
+    out += "delivery_deferred";
+    append_consumer_and_id(out, e.consumer, e.id);
+    out += " why=";
+    append_quoted(out, e.why);
 }
 inline void append_payload(std::string& out, const dead_lettered& e) {
     out += "dead_lettered";

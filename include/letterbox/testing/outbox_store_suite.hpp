@@ -80,6 +80,9 @@ struct outbox_store_harness {
                                  outbox_check_per_aggregate_order)                                 \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "a parked event blocks the rest of its aggregate", "",  \
                                  outbox_check_parked_event_blocks_its_aggregate)                   \
+    LETTERBOX_DETAIL_OUTBOX_CASE(fixtures,                                                         \
+                                 "an event added behind an unconfirmed head waits for it", "",     \
+                                 outbox_check_event_added_behind_unconfirmed_head_waits)           \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, "only the lease owner can mark a row published", "",    \
                                  outbox_check_mark_published_requires_lease_owner)                 \
     LETTERBOX_DETAIL_OUTBOX_CASE(fixtures,                                                         \

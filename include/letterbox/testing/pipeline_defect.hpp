@@ -23,6 +23,15 @@ enum class pipeline_defect : std::uint8_t {
     /// effect's. A crash between the two leaves a message marked handled without its effect,
     /// and the redelivery is skipped as a duplicate: `no-loss` fails.
     inbox_check_outside_transaction,
+    /// The relay's publish treats a `basic.return` (the message was unroutable: no queue
+    /// took it) as success, so the relay marks the row published though no queue holds its
+    /// message. A publish while the bindings are removed or the queues deleted is lost:
+    /// `no-loss` fails.
+    return_as_success,
+    /// The inbox keys its records on the message id alone, without the consumer id, so two
+    /// consumers of the same event deduplicate each other: the second to handle it skips it
+    /// as a duplicate. With two consumers or more (a fan-out), `no-loss` fails.
+    inbox_key_without_consumer,
 };
 
 /// The name of a defect, as reports spell it.
@@ -36,6 +45,10 @@ constexpr std::string_view to_string(pipeline_defect d) noexcept {
         return "ack_before_commit";
     case pipeline_defect::inbox_check_outside_transaction:
         return "inbox_check_outside_transaction";
+    case pipeline_defect::return_as_success:
+        return "return_as_success";
+    case pipeline_defect::inbox_key_without_consumer:
+        return "inbox_key_without_consumer";
     }
     return "unknown";
 }

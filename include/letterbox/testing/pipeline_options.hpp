@@ -7,6 +7,7 @@
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/pipeline_defect.hpp>
+#include <letterbox/testing/pipeline_topology.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -46,6 +47,11 @@ struct pipeline_options {
     /// The timed faults; by default drawn from `faults` (`fault_profile::schedule`). Set it to
     /// replay a schedule a report printed, or to run one RapidCheck generated.
     std::optional<fault_schedule> schedule{};
+    /// The consumers: how many consumer ids read the events (a fan-out), and how many
+    /// processes compete on each one's queue; by default drawn from each run's seed
+    /// (`pipeline_topology::from_seed`). `pipeline_topology::single()` for one process of one
+    /// consumer.
+    std::optional<pipeline_topology> topology{};
     /// Where each run makes its temporary directory (the application's files). Empty: the
     /// directory in `LETTERBOX_SIMULATION_DIR` if set, else `/dev/shm` when it exists, else the
     /// system's temporary directory. A simulated crash is a process crash, not a power loss, so

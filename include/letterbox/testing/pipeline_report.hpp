@@ -24,8 +24,12 @@ struct pipeline_report {
     std::size_t determinism_failures = 0;
     /// Violations per invariant, indexed by `invariant`'s value.
     std::array<std::size_t, 8> violations{};
-    /// Runs in which per-aggregate order was checked.
+    /// Runs in which per-aggregate order was checked (for at least one aggregate), and over
+    /// all runs, the (consumer, aggregate) pairs it could be checked for and was checked for
+    /// (`pipeline_result::order_aggregates`, `order_checked_aggregates`).
     std::size_t order_checked_runs = 0;
+    std::size_t order_aggregates = 0;
+    std::size_t order_checked_aggregates = 0;
 
     std::size_t committed = 0;
     std::size_t rolled_back = 0;
@@ -50,6 +54,8 @@ struct pipeline_report {
             ++violations[static_cast<std::size_t>(v.which)];
         if (r.order_checked)
             ++order_checked_runs;
+        order_aggregates += r.order_aggregates;
+        order_checked_aggregates += r.order_checked_aggregates;
         committed += r.committed;
         rolled_back += r.rolled_back;
         effects += r.effects;
@@ -76,7 +82,9 @@ struct pipeline_report {
             "): " + n(invariant::no_loss) + " lost, " + n(invariant::no_duplicate_effect) +
             " duplicate effects, " + n(invariant::no_phantom) + " phantoms, " +
             n(invariant::aggregate_order) + " order violations (order checked in " +
-            std::to_string(order_checked_runs) + " runs), " + n(invariant::bounded_redelivery) +
+            std::to_string(order_checked_runs) + " runs, for " +
+            std::to_string(order_checked_aggregates) + " of " + std::to_string(order_aggregates) +
+            " consumer aggregates), " + n(invariant::bounded_redelivery) +
             " unbounded redeliveries, " + n(invariant::poison_isolation) +
             " poison isolation failures, " + n(invariant::convergence) +
             " unsettled; determinism: " + std::to_string(replays - determinism_failures) + " of " +

@@ -6,6 +6,7 @@
 #include <letterbox/testing/history.hpp>
 #include <letterbox/testing/invariant_violation.hpp>
 #include <letterbox/testing/pipeline_defect.hpp>
+#include <letterbox/testing/pipeline_topology.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,8 @@ struct pipeline_result {
     fault_profile faults{};
     /// The timed faults it ran (drawn from `faults` unless the options fixed them).
     fault_schedule schedule{};
+    /// The consumers it ran (drawn from the seed unless the options fixed them).
+    pipeline_topology topology{};
     pipeline_defect defect = pipeline_defect::none;
     /// Everything that happened, in order.
     history events{};
@@ -29,9 +32,15 @@ struct pipeline_result {
     std::vector<invariant_violation> violations{};
     /// Whether everything settled before the run gave up.
     bool settled = false;
-    /// Whether per-aggregate order was checked (it is promised only while no message is
-    /// retried or dead-lettered; see docs/guarantees.md).
+    /// Whether per-aggregate order was checked for at least one aggregate. It is promised per
+    /// consumer and aggregate while no message of that aggregate is retried, held back or
+    /// dead-lettered by that consumer, and only for a consumer with one process on its queue
+    /// (see docs/guarantees.md).
     bool order_checked = false;
+    /// The (consumer, aggregate) pairs of consumers with one process that applied an effect,
+    /// and of those, the pairs whose order was checked (no deferred delivery).
+    std::size_t order_aggregates = 0;
+    std::size_t order_checked_aggregates = 0;
     /// The bound the bounded-redelivery check used.
     std::uint32_t delivery_bound = 0;
 
@@ -57,6 +66,9 @@ struct pipeline_result {
             " deliveries=" + std::to_string(deliveries) +
             " faults=" + std::to_string(faults_injected) + " crashes=" + std::to_string(crashes) +
             " settled=" + (settled ? "true" : "false") + '\n';
+        out += "  consumers: " + topology.to_string() + " (order checked for " +
+               std::to_string(order_checked_aggregates) + " of " +
+               std::to_string(order_aggregates) + " consumer aggregates)\n";
         if (defect != pipeline_defect::none)
             out += "  defect=" + std::string(letterbox::testing::to_string(defect)) + '\n';
         out += "fault profile:\n" + faults.to_string();

@@ -38,7 +38,8 @@ gen_fault_command(std::chrono::milliseconds window = std::chrono::milliseconds(4
         fault_kind::lost_confirm,       fault_kind::crash,
         fault_kind::broker_restart,     fault_kind::consumer_cancel,
         fault_kind::duplicate_delivery, fault_kind::sqlite_busy,
-        fault_kind::slow_consumer,
+        fault_kind::slow_consumer,      fault_kind::binding_removed,
+        fault_kind::queue_deleted,
     };
     const auto last = std::max<std::int64_t>(window.count(), 1) - 1;
     return rc::gen::mapcat(rc::gen::elementOf(kinds), [last](fault_kind kind) {
@@ -61,6 +62,10 @@ gen_fault_command(std::chrono::milliseconds window = std::chrono::milliseconds(4
             break;
         case fault_kind::consumer_cancel:
             lo = 50, hi = 1000;
+            break;
+        case fault_kind::binding_removed:
+        case fault_kind::queue_deleted:
+            lo = 50, hi = 1500;
             break;
         default:
             break;

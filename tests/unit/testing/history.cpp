@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -53,6 +54,9 @@ TEST_CASE("the text form is one line per event, with every field", "[testing][hi
     s.dead_letter("", 1, "line one\nline two\t\x01");
     s.fault(fault_kind::poison_message, 1, "always throws");
     s.fault(fault_kind::connection_drop);
+    s.defer("billing", 1, "retried");
+    s.fault(fault_kind::binding_removed, std::nullopt, "restored");
+    s.fault(fault_kind::queue_deleted);
 
     const std::string one = "00000000-0000-0000-0000-000000000001";
     const std::string two = "00000000-0000-0000-0000-000000000002";
@@ -71,7 +75,10 @@ TEST_CASE("the text form is one line per event, with every field", "[testing][hi
               " reason=\"line one\\nline two\\t\\x01\"\n" +
               "@10000 fault_injected kind=poison_message id=" + one +
               " detail=\"always throws\"\n" +
-              "@11000 fault_injected kind=connection_drop detail=\"\"\n");
+              "@11000 fault_injected kind=connection_drop detail=\"\"\n" +
+              "@12000 delivery_deferred consumer=\"billing\" id=" + one + " why=\"retried\"\n" +
+              "@13000 fault_injected kind=binding_removed detail=\"restored\"\n" +
+              "@14000 fault_injected kind=queue_deleted detail=\"\"\n");
     std::ostringstream os;
     os << s.h[3];
     CHECK(os.str() == "@3000 relay_outcome_unknown id=" + one);

@@ -81,6 +81,9 @@ struct script {
         record(inbox_committed{.consumer = consumer, .id = id(n)});
         return record(delivery_acked{.consumer = consumer, .id = id(n)});
     }
+    script& defer(const std::string& consumer, std::uint8_t n, std::string why = "retried") {
+        return record(delivery_deferred{.consumer = consumer, .id = id(n), .why = std::move(why)});
+    }
     script& dead_letter(const std::string& consumer, std::uint8_t n, std::string reason) {
         return record(
             dead_lettered{.consumer = consumer, .id = id(n), .reason = std::move(reason)});

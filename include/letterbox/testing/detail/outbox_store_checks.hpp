@@ -481,6 +481,47 @@ void outbox_check_parked_event_blocks_its_aggregate(outbox_store_harness<Store>&
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 1h) == ids_of({&a2}));
 }
 
+// The other order checks add every event before the first claim. Here the later events arrive
+// while the head is claimed and unconfirmed: a store that decides what blocks an aggregate
+// only from the rows waiting when the head was claimed hands them out at once.
+template <outbox_store Store>
+void outbox_check_event_added_behind_unconfirmed_head_waits(outbox_store_harness<Store>& h) {
+    using namespace store_suite;
+    const auto t0 = epoch();
+    message_id_generator ids{120};
+    const auto a1 = outbox_event(ids, "order", "A");
+    add_committed(h, {a1}, t0);
+    REQUIRE(claim_ids(h, "relay-x", 10, 30s, t0) == ids_of({&a1}));
+
+    // a2 commits while a1 is claimed and unconfirmed; b1, of another aggregate, with it.
+    const auto a2 = outbox_event(ids, "order", "A");
+    const auto b1 = outbox_event(ids, "order", "B");
+    add_committed(h, {a2, b1}, t0 + 1s);
+    CHECK(claim_ids(h, "relay-x", 10, 30s, t0 + 1s) == ids_of({&b1}));
+    CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 2s).empty());
+    REQUIRE(describe(h.store.mark_published(b1.msg.id, "relay-x", t0 + 2s)) == success);
+
+    // A failed attempt keeps a2 waiting behind a1, through a1's retry.
+    REQUIRE(describe(h.store.record_failure(a1.msg.id, "relay-x", "returned", t0 + 5s, 5,
+                                            t0 + 2s)) == success);
+    CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 3s).empty());
+    CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 5s) == ids_of({&a1}));
+
+    // a3 commits behind a1, claimed again; a1's lease then runs out unconfirmed, and the next
+    // claimer gets a1 again, never a2 or a3.
+    const auto a3 = outbox_event(ids, "order", "A");
+    add_committed(h, {a3}, t0 + 6s);
+    CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 6s).empty());
+    CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 35s) == ids_of({&a1}));
+
+    // Once a1 is confirmed, its successors follow one at a time.
+    REQUIRE(describe(h.store.mark_published(a1.msg.id, "relay-z", t0 + 36s)) == success);
+    CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 36s) == ids_of({&a2}));
+    CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 36s).empty());
+    REQUIRE(describe(h.store.mark_published(a2.msg.id, "relay-z", t0 + 37s)) == success);
+    CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 37s) == ids_of({&a3}));
+}
+
 template <outbox_store Store>
 void outbox_check_mark_published_requires_lease_owner(outbox_store_harness<Store>& h) {
     using namespace store_suite;

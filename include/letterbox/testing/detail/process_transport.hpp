@@ -48,9 +48,11 @@ struct process_observer {
 /// completes after its death is not reported. Plain callbacks only (what letterbox's relay and
 /// consumer pass). Copies share one process.
 ///
-/// Two deliberately broken modes serve the self-test (`pipeline_defect`):
+/// Three deliberately broken modes serve the self-test (`pipeline_defect`):
 /// `confirm_on_send` completes a publish with success as soon as it is sent, before the broker
-/// answered; `ack_on_delivery` acknowledges each delivery before the handler runs.
+/// answered; `return_as_success` completes a publish the broker returned as unroutable
+/// (`errc::no_route`) with success; `ack_on_delivery` acknowledges each delivery before the
+/// handler runs.
 template <class Inner>
 class process_transport {
 public:
@@ -63,6 +65,7 @@ public:
     executor_type get_executor() const { return s_->inner.get_executor(); }
 
     void confirm_on_send(bool on) { s_->confirm_on_send = on; }
+    void return_as_success(bool on) { s_->return_as_success = on; }
     void ack_on_delivery(bool on) { s_->ack_on_delivery = on; }
 
     /// Kills the process: see the class comment. Idempotent.
@@ -102,6 +105,8 @@ public:
             });
         }
         s_->inner.async_publish(m, [s = s_, m, h = std::forward<H>(h)](std::error_code ec) mutable {
+            if (s->return_as_success && ec == errc::no_route)
+                ec = {};
             if (!s->dead && s->observer.published)
                 s->observer.published(m, ec);
             std::move(h)(ec);
@@ -186,6 +191,7 @@ private:
         process_observer observer;
         bool dead = false;
         bool confirm_on_send = false;
+        bool return_as_success = false;
         bool ack_on_delivery = false;
         std::set<std::pair<std::uint64_t, std::uint64_t>> pre_acked;
         std::deque<held_delivery> held;
