@@ -3,10 +3,8 @@
 
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
+#include <letterbox/foreign_message_id.hpp>
 #include <letterbox/message.hpp>
-
-#include <boost/uuid/name_generator_sha1.hpp>
-#include <boost/uuid/uuid.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -31,25 +29,17 @@
 /// `docs/design/idempotency-keys.md`.
 namespace letterbox::idempotency_key {
 
-/// The namespace of the name-based (version 5) keys derived from key texts that are not
-/// canonical UUIDs: 428d4293-342f-4c54-826e-44324e7f7544, the same namespace as the ids the
-/// AMQP mapping derives from foreign message-ids, so a key text and a message-id of the same
-/// text give the same key. Part of the storage contract: changing it changes every derived
-/// key, and so breaks deduplication across the change.
-inline constexpr boost::uuids::uuid text_namespace = {{0x42, 0x8d, 0x42, 0x93, 0x34, 0x2f, 0x4c,
-                                                       0x54, 0x82, 0x6e, 0x44, 0x32, 0x4e, 0x7f,
-                                                       0x75, 0x44}};
-
 /// The key of a key text: the UUID itself when `text` is a UUID in canonical (lower-case)
-/// form, else the version 5 UUID of `text` in `text_namespace`. The same text always gives the
-/// same key. Returns `std::nullopt` for empty text and for the nil UUID, which name nothing.
+/// form, else `foreign_message_id(text)`: the id the AMQP mapping gives a message whose
+/// message-id is that text, so a key text and a foreign message-id of the same text give the
+/// same key. The same text always gives the same key. Returns `std::nullopt` for empty text and
+/// for the nil UUID, which name nothing.
 inline std::optional<message_id> from_text(std::string_view text) {
     if (text.empty())
         return std::nullopt;
     if (const auto parsed = parse_message_id(text); parsed && letterbox::to_string(*parsed) == text)
         return parsed->is_nil() ? std::nullopt : parsed;
-    boost::uuids::name_generator_sha1 generate(text_namespace);
-    return generate(text.data(), text.size());
+    return foreign_message_id(text);
 }
 
 /// The default key: the message id, or none when it is nil.
