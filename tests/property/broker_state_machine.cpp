@@ -492,6 +492,9 @@ public:
     void open_slot(std::size_t i) {
         auto& s = slots_[i];
         s = slot{};
+        // A hard error (540) closed the connection: the reopened channel needs a new one.
+        if (!conns_[i / 2].is_open())
+            conns_[i / 2] = broker_.connect("sm-" + std::to_string(i / 2) + "-again");
         s.ch = conns_[i / 2].open_channel();
         s.id = s.ch.id();
         const auto id = s.id;
@@ -1227,6 +1230,11 @@ struct step : command {
     virtual void exec(const model& m, harness& h) const = 0;
 };
 
+/// The channel slots of the connection that slot `i` is on (slot i uses connection i / 2).
+std::array<std::size_t, 2> connection_slots(std::size_t i) {
+    return {i / 2 * 2, i / 2 * 2 + 1};
+}
+
 std::size_t pick_open_channel(const model& m) {
     std::vector<std::size_t> open;
     for (std::size_t i = 0; i < channel_count; ++i)
@@ -1420,20 +1428,25 @@ struct consume_cmd : on_channel {
                                                          {1, consumer_mode::no_ack}})) {}
     bool refused(const model& m) const { return queue == q_quorum && m.global_qos[ch]; }
     void apply(model& m) const override {
-        if (refused(m)) {
-            m.open[ch] = false;
-            m.global_qos[ch] = false;
-        }
+        // §0.3.3: the 540 is a hard error, which closes the connection with both its channels.
+        if (refused(m))
+            for (const auto j : connection_slots(ch)) {
+                m.open[j] = false;
+                m.global_qos[j] = false;
+            }
     }
     void exec_on(const model& m, harness& h, slot& s) const override {
         const auto tag = h.new_consumer_tag();
         im::basic_consume_options opts;
         opts.consumer_tag = tag;
         opts.no_ack = mode == consumer_mode::no_ack;
-        if (refused(m))
-            h.channel_closing(ch); // §0.3.3: global qos on a quorum queue: 540, channel closed
-        else
+        if (refused(m)) { // §0.3.3: global qos on a quorum queue: 540, connection closed
+            for (const auto j : connection_slots(ch))
+                if (m.open[j])
+                    h.channel_closing(j);
+        } else {
             s.consumers.emplace(tag, consumer_track{queue, s.consumer_prefetch, mode});
+        }
         std::error_code ec;
         harness* hp = &h;
         const auto i = ch;
@@ -1448,7 +1461,9 @@ struct consume_cmd : on_channel {
             ++h.stats().global_qos_refusals;
             SM_CHECK(h, ec == make_error_code(lb::errc::not_implemented),
                      "consume on a quorum queue with global qos: " << ec.message());
-            SM_CHECK(h, !s.ch.is_open(), "channel still open after the 540");
+            for (const auto j : connection_slots(ch))
+                SM_CHECK(h, !h.at(j).ch.is_open(),
+                         "channel " << j << " still open after the 540 closed its connection");
             return;
         }
         SM_CHECK(h, !ec && got == tag, "basic.consume: " << ec.message() << " tag " << got);
@@ -1689,7 +1704,10 @@ struct reopen_channel_cmd : step {
         auto& s = h.at(ch);
         SM_CHECK(h, !s.ch.is_open(), "channel " << ch << " is open");
         const auto ec = s.ch.basic_qos(1);
-        SM_CHECK(h, ec == make_error_code(lb::errc::channel_closed),
+        // connection_closed when a hard error (540) took the whole connection down.
+        SM_CHECK(h,
+                 ec == make_error_code(lb::errc::channel_closed) ||
+                     ec == make_error_code(lb::errc::connection_closed),
                  "a call on a closed channel: " << ec.message());
         h.open_slot(ch);
         SM_CHECK(h, h.at(ch).ch.is_open(), "reopened channel " << ch << " is closed");

@@ -801,6 +801,23 @@ TEST_CASE("RMQ-PF-04 global qos on a quorum queue fails the consume with 540 NOT
     CHECK_FALSE(ec);
 }
 
+TEST_CASE("a channel whose connection a 540 closed answers connection_closed after the "
+          "connection's last handle is gone",
+          "[transport][in_memory]") {
+    broker_fixture fx;
+    fx.declare_queue("QQ", of_type(queue_type::quorum));
+    auto ch = fx.open_channel();
+    REQUIRE_FALSE(ch.basic_qos(10, true));
+    recorder r;
+    std::error_code ec;
+    ch.basic_consume("QQ", r.on_delivery(), ec);
+    REQUIRE(ec == errc::not_implemented);
+    fx.conn = fx.broker.connect("again"); // drops the closed connection (under ASan: no reuse)
+    fx.ch = fx.open_channel();
+    CHECK(ch.basic_qos(1) == errc::connection_closed);
+    CHECK_FALSE(ch.is_open());
+}
+
 TEST_CASE("RMQ-PF-05 basic.get is not limited by qos", "[transport][in_memory]") {
     broker_fixture fx;
     fx.declare_queue("Q");

@@ -141,8 +141,12 @@ struct unacked_entry {
 struct channel_state {
     std::uint64_t id = 0;
     std::weak_ptr<channel_state> self;
+    // Valid while the channel is open. A closed channel's handle may outlive its connection (a
+    // hard error closes the connection under it), so a closed channel reads only its own
+    // fields, `connection_closed` among them.
     connection_state* connection = nullptr;
     bool open = true;
+    bool connection_closed = false; // its connection closed
     close_reason reason;
     std::uint64_t next_tag = 1;
     std::deque<unacked_entry> unacked; // sorted by tag; settled entries leave from the front
@@ -291,6 +295,7 @@ public:
         ch->connection = &c;
         if (!c.open) {
             ch->open = false;
+            ch->connection_closed = true;
             ch->reason = c.reason;
         }
         c.channels.push_back(ch);
@@ -300,8 +305,13 @@ public:
     void close_channel(channel_state& ch, close_reason why) {
         if (!ch.open)
             return;
-        scope s(*this);
         ch.open = false;
+        wind_down(ch, std::move(why));
+    }
+
+    // The rest of a channel's close, once it is marked closed (and so takes no delivery).
+    void wind_down(channel_state& ch, close_reason why) {
+        scope s(*this);
         ch.reason = std::move(why);
         requeue_all(ch, return_kind::channel_closed);
         for (auto& [tag, c] : ch.consumers)
@@ -316,8 +326,18 @@ public:
         scope s(*this);
         c.open = false;
         c.reason = why;
-        for (auto& ch : c.channels)
-            close_channel(*ch, why);
+        // Every channel stops taking deliveries before any of them returns its messages, so a
+        // message one channel returns never goes to another that is closing with it.
+        std::vector<channel_state*> closing;
+        for (auto& ch : c.channels) {
+            ch->connection_closed = true;
+            if (ch->open) {
+                ch->open = false;
+                closing.push_back(ch.get());
+            }
+        }
+        for (auto* ch : closing)
+            wind_down(*ch, why);
         std::vector<std::string> owned;
         for (auto& [name, q] : queues_)
             if (q->exclusive && q->owner == c.id)
@@ -1034,8 +1054,8 @@ private:
     std::error_code check_open(channel_state& ch) const {
         if (ch.open)
             return {};
-        return ch.connection->open ? make_error_code(errc::channel_closed)
-                                   : make_error_code(errc::connection_closed);
+        return ch.connection_closed ? make_error_code(errc::connection_closed)
+                                    : make_error_code(errc::channel_closed);
     }
 
     std::error_code channel_error(channel_state& ch, errc e, const std::string& text) {

@@ -67,14 +67,17 @@ inline constexpr std::array<std::string_view, 9> classic_refused_arguments = {
 /// classic) refuses; empty when there is none. RabbitMQ checks this after it validated the
 /// arguments' values, and before a quorum queue's properties.
 inline std::string_view refused_argument(const field_table& arguments, bool quorum) {
-    for (const auto& [name, value] : arguments) {
-        const auto refused = [&](const auto& list) {
-            for (auto r : list)
-                if (r == name)
-                    return true;
-            return false;
-        };
-        if (quorum ? refused(quorum_refused_arguments) : refused(classic_refused_arguments))
+    // Not a lambda over a structured binding: clang 14 cannot capture one.
+    const auto refused = [](const auto& list, std::string_view name) {
+        for (auto r : list)
+            if (r == name)
+                return true;
+        return false;
+    };
+    for (const auto& entry : arguments) {
+        const std::string_view name = entry.first;
+        if (quorum ? refused(quorum_refused_arguments, name)
+                   : refused(classic_refused_arguments, name))
             return name;
     }
     return {};
