@@ -5,6 +5,7 @@
 // dead-letter middleware writes them).
 
 #include <letterbox/amqp/transport.hpp>
+#include <letterbox/basic_properties.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/headers.hpp>
@@ -13,6 +14,7 @@
 #include <letterbox/topology/queue_arguments.hpp>
 
 #include "cli_support.hpp"
+#include "differential_world.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -191,6 +193,75 @@ TEST_CASE("dlq show prints one entry in full, and 4 for an unknown id", "[integr
     const auto missing = w.cli({"dlq", "show", "00000000-0000-4000-8000-000000000000"});
     CHECK(missing.status == 4);
     CHECK(missing.err.find("no message with id") != std::string::npos);
+}
+
+TEST_CASE("dlq names an entry without a message id by its handle, and acts on that one alone",
+          "[integration][cli]") {
+    dlq_world w;
+    // Two messages of a foreign publisher that sets no message-id (a Node.js sendToQueue), with
+    // the same body, which the broker dead-letters: two entries that nothing but their handles
+    // tell apart.
+    {
+        differential::broker_raw_client foreign(w.io(), w.url);
+        letterbox::basic_properties p;
+        p.content_type = "application/json";
+        for (int i = 0; i < 2; ++i)
+            REQUIRE(foreign.publish("", w.work, p, R"({"order":77})") == "acked");
+    }
+    for (int i = 0; i < 2; ++i) {
+        REQUIRE(w.wait_depth(w.work, 1));
+        std::optional<std::pair<std::error_code, std::optional<letterbox::delivery>>> got;
+        w.transport.async_get(w.work,
+                              [&got](std::error_code ec, std::optional<letterbox::delivery> d) {
+                                  got.emplace(ec, std::move(d));
+                              });
+        REQUIRE(w.run_until([&] { return got.has_value(); }, 20s));
+        REQUIRE_FALSE(got->first);
+        REQUIRE(got->second.has_value());
+        CHECK(got->second->msg.id.is_nil());
+        REQUIRE_FALSE(w.await([&](auto h) { w.transport.async_reject(*got->second, false, h); }));
+    }
+    REQUIRE(w.wait_depth(w.dlq, 7));
+
+    const auto listed = w.cli({"dlq", "list", "--json"});
+    REQUIRE(listed.status == 0);
+    std::vector<std::string> handles;
+    for (const auto& e : nlohmann::json::parse(listed.out).at("entries"))
+        if (e.at("id").is_null())
+            handles.push_back(e.at("handle").get<std::string>());
+    REQUIRE(handles.size() == 2);
+    CHECK(handles[0].starts_with("content-"));
+    CHECK(handles[1] == handles[0] + "-2"); // identical copies are numbered in queue order
+
+    const auto human = w.cli({"dlq", "list"});
+    REQUIRE(human.status == 0);
+    CHECK(human.out.find("ID (OR HANDLE)") != std::string::npos);
+    CHECK(human.out.find(handles[0]) != std::string::npos);
+    CHECK(human.out.find(handles[1]) != std::string::npos);
+
+    const auto shown = w.cli({"dlq", "show", handles[1]});
+    REQUIRE(shown.status == 0);
+    CHECK(shown.out.find("handle:               " + handles[1]) != std::string::npos);
+    CHECK(shown.out.find("the message has no id") != std::string::npos);
+
+    // The nil id would select every id-less entry: it is refused, and nothing is removed.
+    const auto nil = w.cli({"dlq", "purge", "--id", "00000000-0000-0000-0000-000000000000"});
+    CHECK(nil.status == 2);
+    CHECK(w.wait_depth(w.dlq, 7));
+
+    const auto purged = w.cli({"dlq", "purge", "--id", handles[1], "--json"});
+    REQUIRE(purged.status == 0);
+    CHECK(nlohmann::json::parse(purged.out).at("removed") == 1);
+    REQUIRE(w.wait_depth(w.dlq, 6));
+
+    const auto replayed = w.cli({"dlq", "replay", "--id", handles[0], "--json"});
+    REQUIRE(replayed.status == 0);
+    CHECK(nlohmann::json::parse(replayed.out).at("replayed") == 1);
+    REQUIRE(w.wait_depth(w.work, 1));
+    const auto back = w.drain(w.work);
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].body == R"({"order":77})");
+    CHECK(w.wait_depth(w.dlq, 5)); // the five entries with ids are untouched
 }
 
 TEST_CASE("dlq replay --reason puts only those back on their original queue",
