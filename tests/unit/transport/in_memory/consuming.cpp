@@ -538,7 +538,7 @@ TEST_CASE("RMQ-ACK-23 a quorum queue redelivers a multiple nack in original orde
 }
 
 TEST_CASE("a quorum queue with a delivery limit puts a nacked or rejected message back at the "
-          "front, in return order; without a limit at the back (§0.3 1)",
+          "front, in return order, and without a limit at the back (§0.3 1)",
           "[transport][in_memory]") {
     const bool limited = GENERATE(true, false);
     INFO("delivery limit: " << (limited ? "5" : "none"));
