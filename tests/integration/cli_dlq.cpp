@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -208,8 +209,8 @@ TEST_CASE("dlq names an entry without a message id by its handle, and acts on th
         for (int i = 0; i < 2; ++i)
             REQUIRE(foreign.publish("", w.work, p, R"({"order":77})") == "acked");
     }
-    for (int i = 0; i < 2; ++i) {
-        REQUIRE(w.wait_depth(w.work, 1));
+    for (std::uint32_t left = 2; left > 0; --left) {
+        REQUIRE(w.wait_depth(w.work, left));
         std::optional<std::pair<std::error_code, std::optional<letterbox::delivery>>> got;
         w.transport.async_get(w.work,
                               [&got](std::error_code ec, std::optional<letterbox::delivery> d) {
@@ -225,8 +226,9 @@ TEST_CASE("dlq names an entry without a message id by its handle, and acts on th
 
     const auto listed = w.cli({"dlq", "list", "--json"});
     REQUIRE(listed.status == 0);
+    const auto listing = nlohmann::json::parse(listed.out);
     std::vector<std::string> handles;
-    for (const auto& e : nlohmann::json::parse(listed.out).at("entries"))
+    for (const auto& e : listing.at("entries"))
         if (e.at("id").is_null())
             handles.push_back(e.at("handle").get<std::string>());
     REQUIRE(handles.size() == 2);
