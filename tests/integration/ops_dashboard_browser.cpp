@@ -168,13 +168,15 @@ TEST_CASE("dashboard: a replay in the browser drains the dead-letter queue",
     REQUIRE(browser.wait_for(depth_of(dlq) + " === '2'", 20s));
     CHECK(browser.evaluate("document.querySelector('#status').textContent") ==
           "replayed 1, failed 0, left alone 2");
-    CHECK(browser.evaluate("[...document.querySelectorAll('#entries tr[data-id]')].some(r => "
+    // The depth and the table are refreshed by two requests: wait for the table too.
+    CHECK(browser.wait_for("![...document.querySelectorAll('#entries tr[data-id]')].some(r => "
                            "r.dataset.id === " +
-                           first.dump() + ")") == false);
+                               first.dump() + ")",
+                           20s));
 
     // The bulk replay takes every entry with the reason typed in.
     browser.evaluate("document.querySelector('#bulk-reason').value = 'rejected'; "
                      "document.querySelector('#bulk-replay').click()");
     REQUIRE(browser.wait_for(depth_of(dlq) + " === '0'", 20s));
-    CHECK(browser.evaluate("document.querySelectorAll('#entries tr[data-id]').length") == 0);
+    CHECK(browser.wait_for("document.querySelectorAll('#entries tr[data-id]').length === 0", 20s));
 }
