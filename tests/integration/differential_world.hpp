@@ -71,6 +71,15 @@ inline std::string describe(std::error_code ec) {
     return ec.message() + " [" + ec.category().name() + ":" + std::to_string(ec.value()) + "]";
 }
 
+/// How a raw publish ended, in the same words for both clients: "acked", "nacked" or "no
+/// confirm", after "returned, " when the broker returned it first.
+inline std::string publish_outcome(bool returned, std::optional<bool> confirm) {
+    const std::string out = returned ? "returned, " : "";
+    if (!confirm)
+        return out + "no confirm";
+    return out + (*confirm ? "acked" : "nacked");
+}
+
 /// What a raw `basic.get` gave: its outcome ("ok", "empty", or how the channel or connection
 /// closed), and for "ok" the message (mapped with `letterbox::to_message`), the redelivered flag,
 /// the reply's message count and the delivery tag.
@@ -136,10 +145,7 @@ public:
         const auto ec = ch.basic_publish(exchange, key, properties, body, mandatory);
         if (ec)
             return outcome(ec);
-        std::string out = returned_ ? "returned, " : "";
-        if (!confirm_)
-            return out + "no confirm";
-        return out + (*confirm_ ? "acked" : "nacked");
+        return publish_outcome(returned_, confirm_);
     }
 
     raw_get get(const std::string& queue) {
@@ -348,10 +354,7 @@ public:
         run([&] { return confirm_.has_value() || !ch_->is_open(); });
         if (!ch_->is_open())
             return outcome(ch_->close_error());
-        std::string out = returned_ ? "returned, " : "";
-        if (!confirm_)
-            return out + "no confirm";
-        return out + (*confirm_ ? "acked" : "nacked");
+        return publish_outcome(returned_, confirm_);
     }
 
     raw_get get(const std::string& queue) {
