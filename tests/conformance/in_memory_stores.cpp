@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+namespace conformance_in_memory_stores {
+
 namespace {
 
 //[in_memory_outbox_fixture
@@ -199,3 +201,5 @@ TEST_CASE("outbox_store conformance fails a store that claims behind an unconfir
     letterbox::testing::detail::run_outbox_store_check<head_blind_outbox_fixture>(
         &letterbox::testing::detail::outbox_check_event_added_behind_unconfirmed_head_waits);
 }
+
+} // namespace conformance_in_memory_stores

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <tuple>
 
+namespace conformance_in_memory_transport {
+
 namespace {
 
 //[in_memory_transport_fixture
@@ -66,3 +68,5 @@ using in_memory_transport_fixtures = std::tuple<in_memory_transport_fixture>;
 } // namespace
 
 LETTERBOX_TRANSPORT_SUITE(in_memory_transport_fixtures)
+
+} // namespace conformance_in_memory_transport

@@ -15,6 +15,8 @@
 #include <string>
 #include <tuple>
 
+namespace conformance_sqlite_stores {
+
 namespace {
 
 using letterbox::testing::inbox_store_features;
@@ -69,3 +71,5 @@ using sqlite_inbox_fixtures = std::tuple<sqlite_inbox_fixture>;
 
 LETTERBOX_OUTBOX_STORE_SUITE(sqlite_outbox_fixtures)
 LETTERBOX_INBOX_STORE_SUITE(sqlite_inbox_fixtures)
+
+} // namespace conformance_sqlite_stores

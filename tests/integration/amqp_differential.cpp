@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+namespace integration_amqp_differential {
+
 static_assert(letterbox::queue_reader<letterbox::in_memory_transport>);
 static_assert(letterbox::queue_reader<letterbox::amqp::transport>);
 
@@ -1322,3 +1324,5 @@ TEST_CASE("differential: both transports give a message published with the nil i
 }
 
 #undef LETTERBOX_DIFFERENTIAL
+
+} // namespace integration_amqp_differential

@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+namespace integration_amqp_recovery {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -236,3 +238,5 @@ TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed, in
     CHECK(await([&](auto done) { subscriber.async_close(done); }) == std::error_code{});
     CHECK(await([&](auto done) { publisher.async_close(done); }) == std::error_code{});
 }
+
+} // namespace integration_amqp_recovery

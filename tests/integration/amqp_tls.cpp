@@ -21,6 +21,8 @@
 #include <optional>
 #include <string>
 
+namespace integration_amqp_tls {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -164,3 +166,5 @@ TEST_CASE("amqp tls: a broker certificate from an untrusted CA or for another na
         CHECK(l.connect(c, with_ca(u, "no-such-file.pem")));
     }
 }
+
+} // namespace integration_amqp_tls

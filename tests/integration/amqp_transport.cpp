@@ -27,6 +27,8 @@
 #include <tuple>
 #include <vector>
 
+namespace integration_amqp_transport {
+
 static_assert(letterbox::transport<letterbox::amqp::transport>);
 static_assert(letterbox::queue_reader<letterbox::amqp::transport>);
 
@@ -379,3 +381,5 @@ TEST_CASE("amqp transport: acks of one turn go out together, and before a close 
     CHECK(*depth == 0); // every ack, the last one included, reached the broker before the close
     CHECK(b.await([&](auto done) { other.async_close(done); }) == std::error_code{});
 }
+
+} // namespace integration_amqp_transport

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+namespace integration_broker_smoke {
+
 namespace {
 
 namespace asio = boost::asio;
@@ -386,3 +388,5 @@ TEST_CASE("broker_smoke's URL reading takes the host and port only", "[integrati
     CHECK_FALSE(parse_host_and_port("amqp://127.0.0.1:56x/", why));
     CHECK_FALSE(parse_host_and_port("amqp://[::1/", why));
 }
+
+} // namespace integration_broker_smoke

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+namespace integration_cli_broker {
+
 namespace {
 
 using namespace cli_test;
@@ -153,3 +155,5 @@ TEST_CASE("the broker password can come from --password-file or $LETTERBOX_AMQP_
     CHECK(missing.status == 2);
     CHECK_THAT(missing.err, Catch::Contains("cannot read the password file"));
 }
+
+} // namespace integration_cli_broker

@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+namespace integration_cli_dlq {
+
 namespace {
 
 using namespace cli_test;
@@ -385,3 +387,5 @@ TEST_CASE("dlq: usage errors are exit code 2 and a missing queue is 4", "[integr
     CHECK(missing.status == 4);
     CHECK(missing.err.find("does not exist") != std::string::npos);
 }
+
+} // namespace integration_cli_dlq

@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+namespace integration_cli_in_process {
+
 namespace {
 
 using namespace dlq_test;
@@ -343,3 +345,5 @@ TEST_CASE("the broker password comes from a password file or the environment, ne
         CHECK_THAT(message, Catch::Contains("$LETTERBOX_AMQP_URL"));
     }
 }
+
+} // namespace integration_cli_in_process

@@ -27,6 +27,8 @@
 #include <system_error>
 #include <vector>
 
+namespace integration_cli_outbox {
+
 namespace {
 
 using namespace cli_test;
@@ -354,3 +356,5 @@ TEST_CASE("outbox retry on a read-only database file is a database failure (exit
     CHECK(r.status != 1);
     CHECK((r.status == 5 || r.status == 3));
 }
+
+} // namespace integration_cli_outbox

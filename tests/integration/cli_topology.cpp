@@ -13,6 +13,8 @@
 #include <fstream>
 #include <string>
 
+namespace integration_cli_topology {
+
 namespace {
 
 using namespace cli_test;
@@ -90,3 +92,5 @@ TEST_CASE("topology declare names the member at fault in a bad file", "[integrat
     CHECK(missing.status == 2);
     CHECK(missing.err.find("--file") != std::string::npos);
 }
+
+} // namespace integration_cli_topology

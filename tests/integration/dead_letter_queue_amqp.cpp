@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+namespace integration_dead_letter_queue_amqp {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -88,3 +90,5 @@ TEST_CASE("dlq over amqp: a scan right after another one sees the whole queue",
 
     CHECK_FALSE(amqp_test::await(fx, [&](auto h) { t.async_close(h); }));
 }
+
+} // namespace integration_dead_letter_queue_amqp

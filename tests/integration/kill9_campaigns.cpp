@@ -46,6 +46,8 @@
 #include <thread>
 #include <vector>
 
+namespace integration_kill9_campaigns {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -554,3 +556,5 @@ TEST_CASE("kill9: a consumer process holding prefetch-N unacked deliveries, kill
           "[integration][kill9]") {
     run_campaign("consumer", consumer_iteration);
 }
+
+} // namespace integration_kill9_campaigns

@@ -41,6 +41,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+namespace integration_kill9_children {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -221,3 +223,5 @@ TEST_CASE("kill9 child: consumer", "[.kill9_child]") {
     REQUIRE_FALSE(*started);
     FAIL("the consumer ran for " << kill9::child_lifetime.count() << " s and nobody killed it");
 }
+
+} // namespace integration_kill9_children

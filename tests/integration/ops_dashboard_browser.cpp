@@ -36,6 +36,8 @@
 #include <thread>
 #include <utility>
 
+namespace integration_ops_dashboard_browser {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -180,3 +182,5 @@ TEST_CASE("dashboard: a replay in the browser drains the dead-letter queue",
     REQUIRE(browser.wait_for(depth_of(dlq) + " === '0'", 20s));
     CHECK(browser.wait_for("document.querySelectorAll('#entries tr[data-id]').length === 0", 20s));
 }
+
+} // namespace integration_ops_dashboard_browser

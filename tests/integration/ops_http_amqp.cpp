@@ -33,6 +33,8 @@
 #include <string>
 #include <system_error>
 
+namespace integration_ops_http_amqp {
+
 namespace {
 
 namespace http = boost::beast::http;
@@ -175,3 +177,5 @@ TEST_CASE("ops http over amqp: readiness follows the connection, and a DLQ is li
     CHECK(not_ready.result_int() == 503);
     server.stop();
 }
+
+} // namespace integration_ops_http_amqp

@@ -27,6 +27,8 @@
 #include <string_view>
 #include <vector>
 
+namespace integration_ops_slowloris {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -283,3 +285,5 @@ TEST_CASE("ops http under a slowloris attack: /health/live answers every probe w
     CHECK(still_open >= cap / 2); // the attack was still held
     CHECK(cap_log_lines > 0);     // and the cap was reached
 }
+
+} // namespace integration_ops_slowloris

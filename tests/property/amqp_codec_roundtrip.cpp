@@ -33,6 +33,8 @@
 #include <variant>
 #include <vector>
 
+namespace property_amqp_codec_roundtrip {
+
 namespace {
 
 namespace codec = letterbox::amqp::codec;
@@ -399,3 +401,5 @@ TEST_CASE("commands written by the frame writer read back the same in random pie
         RC_ASSERT(received == sent);
     });
 }
+
+} // namespace property_amqp_codec_roundtrip

@@ -54,6 +54,8 @@
 #include <utility>
 #include <vector>
 
+namespace property_broker_state_machine {
+
 namespace {
 
 namespace lb = letterbox;
@@ -1855,3 +1857,5 @@ TEST_CASE("random command sequences keep the broker's conservation, prefetch and
     CHECK(cov.invalid_tags > 0);
     CHECK(cov.restarts > 0);
 }
+
+} // namespace property_broker_state_machine

@@ -47,6 +47,8 @@
 #include <system_error>
 #include <vector>
 
+namespace property_cli_url_redaction {
+
 namespace {
 
 namespace cli = letterbox::cli;
@@ -240,3 +242,5 @@ TEST_CASE("a random password in a random URL shape never appears in what the CLI
         }
     });
 }
+
+} // namespace property_cli_url_redaction

@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+namespace property_foreign_publishers {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -209,3 +211,5 @@ TEST_CASE("id-less messages of a foreign publisher mixed with letterbox's own lo
         CHECK(got.handles.size() == got.dead_entries); // one handle per entry
     }
 }
+
+} // namespace property_foreign_publishers

@@ -46,6 +46,8 @@
 #include <variant>
 #include <vector>
 
+namespace property_history_checkers {
+
 namespace {
 
 using namespace letterbox::testing;
@@ -386,3 +388,5 @@ TEST_CASE("history checkers: the same run twice has the same trace, a 1 ns shift
         RC_ASSERT(violations[0].events == std::vector<std::size_t>{shifted_at});
     });
 }
+
+} // namespace property_history_checkers

@@ -10,6 +10,8 @@
 
 #include <random>
 
+namespace property_inbox_store_dedup {
+
 TEST_CASE("in_memory_inbox_store records each key once under random duplicated, reordered "
           "and failed deliveries",
           "[property][inbox][in_memory_inbox_store]") {
@@ -24,3 +26,5 @@ TEST_CASE("in_memory_inbox_store records each key once under random duplicated, 
         letterbox::testing::detail::inbox_check_random_deliveries_record_once(h, seeds());
     }
 }
+
+} // namespace property_inbox_store_dedup

@@ -24,6 +24,8 @@
 #include <utility>
 #include <variant>
 
+namespace property_ops_metrics_simulation {
+
 namespace {
 
 namespace lt = letterbox::testing;
@@ -115,3 +117,5 @@ TEST_CASE("letterbox_metrics: the counters equal the history's counts after seed
     CHECK(with_dead_letters > 0);
     CHECK(with_duplicates > 0);
 }
+
+} // namespace property_ops_metrics_simulation

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+namespace property_pipeline_crash_points {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -210,3 +212,5 @@ TEST_CASE("pipeline: a consumer killed at any step loses nothing and duplicates 
 
     relay.stop(w);
 }
+
+} // namespace property_pipeline_crash_points

@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+namespace property_pipeline_rapidcheck {
+
 namespace {
 
 using letterbox::testing::fault_schedule;
@@ -69,3 +71,5 @@ TEST_CASE("rapidcheck: a relay that marks before the confirm is shrunk to a one-
            kind == letterbox::testing::fault_kind::binding_removed ||
            kind == letterbox::testing::fault_kind::queue_deleted));
 }
+
+} // namespace property_pipeline_rapidcheck

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <utility>
 
+namespace property_pipeline_regressions {
+
 namespace {
 
 letterbox::testing::pipeline_result
@@ -166,3 +168,5 @@ TEST_CASE("fault_schedule: the text form reads back", "[property][simulation]") 
     CHECK_FALSE(letterbox::testing::fault_schedule::parse("@1ms poison_message 1\n"));
     CHECK(letterbox::testing::fault_schedule::parse("# a comment\n\n")->commands.empty());
 }
+
+} // namespace property_pipeline_regressions

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <iostream>
 
+namespace property_pipeline_self_test {
+
 namespace {
 
 using letterbox::testing::invariant;
@@ -92,3 +94,5 @@ TEST_CASE("self-test: an inbox keyed on the message id alone is caught losing me
     // first one's (pipeline_topology with two consumers or more).
     expect_caught(pipeline_defect::inbox_key_without_consumer, invariant::no_loss);
 }
+
+} // namespace property_pipeline_self_test

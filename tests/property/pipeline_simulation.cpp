@@ -16,6 +16,8 @@
 #include <iostream>
 #include <string>
 
+namespace property_pipeline_simulation {
+
 namespace {
 
 bool extended() {
@@ -59,3 +61,5 @@ TEST_CASE("pipeline simulation: seeds 3/4 keep every guarantee", "[property][sim
 TEST_CASE("pipeline simulation: seeds 4/4 keep every guarantee", "[property][simulation]") {
     run_shard(3, 4);
 }
+
+} // namespace property_pipeline_simulation

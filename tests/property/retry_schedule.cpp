@@ -40,6 +40,8 @@
 #include <string_view>
 #include <vector>
 
+namespace property_retry_schedule {
+
 namespace {
 
 namespace retry = letterbox::retry;
@@ -279,3 +281,5 @@ TEST_CASE("different message ids under full jitter do not retry in lockstep", "[
         RC_ASSERT(!all_equal);
     });
 }
+
+} // namespace property_retry_schedule

@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+namespace property_topic_match {
+
 namespace {
 
 // ---- the reference matcher --------------------------------------------------------------------
@@ -277,3 +279,5 @@ TEST_CASE("a topic exchange routes exactly as the reference matcher says for ran
     }
     CHECK(routed_somewhere > cases);
 }
+
+} // namespace property_topic_match

@@ -11,6 +11,8 @@
 
 #include <string>
 
+namespace unit_basic_properties {
+
 using letterbox::basic_properties;
 using letterbox::message;
 
@@ -51,3 +53,5 @@ TEST_CASE("is_wire_header leaves out the headers that travel as properties", "[b
     CHECK(letterbox::to_basic_properties(other).headers->get<std::string>(
               letterbox::foreign_message_id_header) == "order-42");
 }
+
+} // namespace unit_basic_properties

@@ -30,6 +30,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_consumer {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -317,3 +319,5 @@ TEST_CASE("consumer: an inbox that fails once with store_busy gets the message h
     CHECK(c.stats().dead_lettered == 0);
     CHECK(w.held("work.dlq") == 0);
 }
+
+} // namespace unit_consumer

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace unit_error {
+
 using namespace letterbox;
 
 TEST_CASE("letterbox error codes have their own category and readable messages", "[error]") {
@@ -64,3 +66,5 @@ TEST_CASE("is_transport_failure separates the way to the broker from the message
         CHECK_FALSE(is_transport_failure(make_error_code(e)));
     CHECK(is_transport_failure(std::make_error_code(std::errc::connection_refused)));
 }
+
+} // namespace unit_error

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace unit_field_table {
+
 using namespace letterbox;
 
 TEST_CASE("a field table keeps insertion order and replaces a name in place", "[field_table]") {
@@ -66,3 +68,5 @@ TEST_CASE("field tables compare order-sensitively, like their wire encoding", "[
     CHECK_FALSE(a == b);
     CHECK(a == field_table{{"x", "1"}, {"y", "2"}});
 }
+
+} // namespace unit_field_table

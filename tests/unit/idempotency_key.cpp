@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+namespace unit_idempotency_key {
+
 namespace key = letterbox::idempotency_key;
 
 static_assert(key::function<key::by_message_id>);
@@ -95,3 +97,5 @@ TEST_CASE("a body field key refuses a malformed JSON pointer, naming it", "[idem
         CHECK_THAT(e.what(), Catch::Contains("payment/id"));
     }
 }
+
+} // namespace unit_idempotency_key

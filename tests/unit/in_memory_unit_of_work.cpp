@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_in_memory_unit_of_work {
+
 static_assert(letterbox::unit_of_work<letterbox::in_memory_unit_of_work>);
 
 namespace {
@@ -180,3 +182,5 @@ TEST_CASE("in_memory_unit_of_work commits spanning two stores concurrently witho
     CHECK(inbox.size(ec) == 2 * rounds);
     CHECK(outbox.stats(t0(), ec).pending == 2 * rounds);
 }
+
+} // namespace unit_in_memory_unit_of_work

@@ -5,6 +5,8 @@
 
 #include <set>
 
+namespace unit_message {
+
 using namespace letterbox;
 
 TEST_CASE("a default-constructed message has the nil id until one is assigned", "[message]") {
@@ -57,3 +59,5 @@ TEST_CASE("message properties default to persistent delivery and compare by valu
     q.expiration = "100";
     CHECK_FALSE(p == q);
 }
+
+} // namespace unit_message

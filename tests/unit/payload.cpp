@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace unit_payload {
+
 namespace demo {
 struct enrolled {
     std::string student;
@@ -106,3 +108,5 @@ TEST_CASE("is_json_content_type accepts application/json and +json suffixes only
     CHECK_FALSE(letterbox::is_json_content_type("text/json-ish"));
     CHECK_FALSE(letterbox::is_json_content_type(""));
 }
+
+} // namespace unit_payload

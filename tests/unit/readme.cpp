@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <iostream>
 
+namespace unit_readme { // hidden
 namespace readme { // hidden
 int main() {
     boost::asio::io_context io;
@@ -45,3 +46,5 @@ TEST_CASE("the README example publishes, confirms and consumes one message", "[r
     CHECK(rc == 0);
     CHECK(out.str() == "published: confirmed\nreceived: welcome, Ana\n");
 }
+
+} // namespace unit_readme

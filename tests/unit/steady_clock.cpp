@@ -6,6 +6,8 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+namespace unit_steady_clock {
+
 using namespace std::chrono_literals;
 
 TEST_CASE("the steady clock's timers are Asio timers that fire after their expiry", "[clock]") {
@@ -22,3 +24,5 @@ TEST_CASE("the steady clock's timers are Asio timers that fire after their expir
     CHECK(c.now() - start >= 2ms);
     CHECK(c.wall_now().time_since_epoch().count() > 0);
 }
+
+} // namespace unit_steady_clock

@@ -10,6 +10,8 @@
 #include <memory>
 #include <vector>
 
+namespace unit_virtual_clock {
+
 using namespace letterbox;
 using namespace std::chrono_literals;
 
@@ -126,3 +128,5 @@ TEST_CASE("a clock destroyed with a pending wait whose handler owns its timer fr
     io.run();
     CHECK_FALSE(fired);
 }
+
+} // namespace unit_virtual_clock

@@ -14,6 +14,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_amqp_codec {
+
 namespace codec = letterbox::amqp::codec;
 
 namespace {
@@ -147,3 +149,5 @@ TEST_CASE("a hostile frame closes the sketch connection with the reply code", "[
     CHECK(connection.closed_with == letterbox::errc::channel_error);
     CHECK(letterbox::amqp_reply_code(letterbox::errc::channel_error) == 504);
 }
+
+} // namespace unit_amqp_codec

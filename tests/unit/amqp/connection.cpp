@@ -21,6 +21,8 @@
 #include <thread>
 #include <utility>
 
+namespace unit_amqp_connection {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -209,3 +211,5 @@ TEST_CASE("connection: amqps to a server that does not speak TLS fails the conne
     CHECK(*result);
     CHECK(result->category() == boost::asio::error::get_ssl_category());
 }
+
+} // namespace unit_amqp_connection

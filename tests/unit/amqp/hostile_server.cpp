@@ -49,6 +49,8 @@
 #include <variant>
 #include <vector>
 
+namespace unit_amqp_hostile_server {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -710,3 +712,5 @@ TEST_CASE("CVE-2023-46120: a delivery declaring a body above the maximum message
     CHECK(o.commands.empty());
     check_closed_with(o.base, errc::content_too_large, 311);
 }
+
+} // namespace unit_amqp_hostile_server

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <string>
 
+namespace unit_amqp_url {
+
 using namespace std::chrono_literals;
 using letterbox::amqp::parse_url;
 using letterbox::amqp::try_parse_url;
@@ -189,3 +191,5 @@ TEST_CASE("amqp url: a parse error never names text that may be part of a passwo
     CHECK_FALSE(try_parse_url("amqp://h?hearbeat=5", why));
     CHECK_THAT(why, Catch::Contains("'hearbeat'"));
 }
+
+} // namespace unit_amqp_url

@@ -11,6 +11,8 @@
 
 #include <chrono>
 
+namespace unit_concepts_clock {
+
 namespace {
 
 using executor = boost::asio::any_io_executor;
@@ -20,14 +22,14 @@ using time_point = std::chrono::time_point<epoch_clock, duration>;
 
 // Timer parts.
 struct timer_types {
-    using duration = ::duration;
-    using time_point = ::time_point;
+    using duration = unit_concepts_clock::duration;
+    using time_point = unit_concepts_clock::time_point;
 };
 struct timer_duration_only {
-    using duration = ::duration;
+    using duration = unit_concepts_clock::duration;
 };
 struct timer_time_point_only {
-    using time_point = ::time_point;
+    using time_point = unit_concepts_clock::time_point;
 };
 struct with_expires_at {
     void expires_at(time_point) {}
@@ -50,10 +52,10 @@ using timer = timer_of<timer_types, with_expires_at, with_expires_after, cancels
 
 // Clock parts.
 struct has_duration {
-    using duration = ::duration;
+    using duration = unit_concepts_clock::duration;
 };
 struct has_time_point {
-    using time_point = ::time_point;
+    using time_point = unit_concepts_clock::time_point;
 };
 struct with_now {
     time_point now() const { return {}; }
@@ -176,3 +178,5 @@ TEST_CASE("a clock whose timer has no duration is not a clock", "[concepts][cloc
     STATIC_REQUIRE(!letterbox::waitable_timer<t>);
     STATIC_REQUIRE(!letterbox::clock<clock_with_timer<t>>);
 }
+
+} // namespace unit_concepts_clock

@@ -10,6 +10,8 @@
 
 #include <system_error>
 
+namespace unit_concepts_handler {
+
 namespace {
 
 using letterbox::message;
@@ -83,3 +85,5 @@ TEST_CASE("a callable that can be called only as an rvalue is not a handler",
 TEST_CASE("a type without a call operator is not a handler", "[concepts][handler]") {
     STATIC_REQUIRE(!letterbox::handler<not_callable>);
 }
+
+} // namespace unit_concepts_handler

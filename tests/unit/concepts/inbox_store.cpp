@@ -11,6 +11,8 @@
 #include <string_view>
 #include <system_error>
 
+namespace unit_concepts_inbox_store {
+
 namespace {
 
 using letterbox::message_id;
@@ -115,3 +117,5 @@ TEST_CASE("a type without purge is not an inbox_store", "[concepts][inbox_store]
     STATIC_REQUIRE(!letterbox::inbox_store<
                    store_of<opted_in, has_uow, with_try_record, with_contains, with_size>>);
 }
+
+} // namespace unit_concepts_inbox_store

@@ -14,6 +14,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_concepts_outbox_store {
+
 namespace {
 
 using letterbox::message_id;
@@ -229,3 +231,5 @@ TEST_CASE("a type without stats is not an outbox_store", "[concepts][outbox_stor
                  with_record_failure, with_park, with_unpark, with_purge, with_find, with_list>;
     STATIC_REQUIRE(!letterbox::outbox_store<t>);
 }
+
+} // namespace unit_concepts_outbox_store

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 
+namespace unit_concepts_retry_policy {
+
 namespace {
 
 using letterbox::attempt_failure;
@@ -166,3 +168,5 @@ TEST_CASE("retry_decision's factories say retry, exhausted or permanent",
     STATIC_REQUIRE(e != p);
     STATIC_REQUIRE(retry_decision{} == e); // the default decision is "give up, not permanent"
 }
+
+} // namespace unit_concepts_retry_policy

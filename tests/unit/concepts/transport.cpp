@@ -11,6 +11,8 @@
 #include <functional>
 #include <string>
 
+namespace unit_concepts_transport {
+
 namespace {
 
 using letterbox::consume_options;
@@ -309,3 +311,5 @@ TEST_CASE("a type with async_get and async_queue_depth that is not a transport i
                            rejects, closes, gets, reads_depth>;
     STATIC_REQUIRE(!letterbox::queue_reader<t>);
 }
+
+} // namespace unit_concepts_transport

@@ -8,6 +8,8 @@
 #include <functional>
 #include <system_error>
 
+namespace unit_concepts_unit_of_work {
+
 namespace {
 
 struct with_commit {
@@ -59,3 +61,5 @@ TEST_CASE("an immovable type is not a unit_of_work", "[concepts][unit_of_work]")
     STATIC_REQUIRE(
         !letterbox::unit_of_work<unit_of<with_commit, with_rollback, with_on_commit, immovable>>);
 }
+
+} // namespace unit_concepts_unit_of_work

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <string>
 
+namespace unit_dlq_dead_letter_entry {
+
 namespace {
 
 using letterbox::field_array;
@@ -220,3 +222,5 @@ TEST_CASE("bodies: text with control characters is binary, base64 pads", "[dlq]"
     m.body = "";
     CHECK(dead_letter_entry::from(m).to_json().at("body") == "");
 }
+
+} // namespace unit_dlq_dead_letter_entry

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <string>
 
+namespace unit_dlq_dead_letter_filter {
+
 namespace {
 
 namespace headers = letterbox::headers;
@@ -204,3 +206,5 @@ TEST_CASE("from_json refuses bad input with errors that name the member", "[dlq]
                              from_json_error(json::parse(R"({"x": 1})"))})
         CHECK_THAT(text, Catch::StartsWith("dead_letter_filter: "));
 }
+
+} // namespace unit_dlq_dead_letter_filter

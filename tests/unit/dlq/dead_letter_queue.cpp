@@ -35,6 +35,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_dlq_dead_letter_queue {
+
 namespace {
 
 using namespace dlq_test;
@@ -804,3 +806,5 @@ TEST_CASE("a failed replay of an entry without a message id names it by its hand
     CHECK(j["skipped"] == 9);
     CHECK(w.ready(dlq_name) == 10);
 }
+
+} // namespace unit_dlq_dead_letter_queue

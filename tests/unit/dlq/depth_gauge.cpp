@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_dlq_depth_gauge {
+
 namespace {
 
 using namespace dlq_test;
@@ -188,3 +190,5 @@ TEST_CASE("docs: alert when the dead-letter queue fills up, resolve when it drai
                                              "RESOLVED: work.dlq holds 0 messages"});
     CHECK(gauge->value() == std::optional<std::uint32_t>(0));
 }
+
+} // namespace unit_dlq_depth_gauge

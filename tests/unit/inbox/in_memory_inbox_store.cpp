@@ -6,6 +6,8 @@
 
 #include <chrono>
 
+namespace unit_inbox_in_memory_inbox_store {
+
 static_assert(letterbox::inbox_store<letterbox::in_memory_inbox_store>);
 
 namespace {
@@ -72,3 +74,5 @@ TEST_CASE("in_memory_inbox_store reports an injected error from its reads",
     CHECK(store.size(ec) == 0);
     CHECK_FALSE(ec);
 }
+
+} // namespace unit_inbox_in_memory_inbox_store

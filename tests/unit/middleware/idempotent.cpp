@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_middleware_idempotent {
+
 namespace {
 
 using letterbox::errc;
@@ -290,3 +292,5 @@ TEST_CASE("idempotent never records the nil id, even when a key function returns
     CHECK(h(m) == errc::missing_idempotency_key);
     CHECK(runs == 0);
 }
+
+} // namespace unit_middleware_idempotent

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_middleware_idempotent_sqlite {
+
 TEST_CASE("idempotent on SQLite: two threads on two connections handling the same messages "
           "give one effect each",
           "[middleware][idempotent][sqlite][threads]") {
@@ -94,3 +96,5 @@ TEST_CASE("idempotent on SQLite: three distinct messages without a message id ar
     std::error_code ec;
     CHECK(service.inbox.size(ec) == 0);
 }
+
+} // namespace unit_middleware_idempotent_sqlite

@@ -29,6 +29,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_middleware_layers {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -408,3 +410,5 @@ TEST_CASE("retry_topology declares retry queues that dead-letter back, and the D
     CHECK(topo.level_for(5s) == 10s);
     CHECK(topo.level_for(2h) == 60s);
 }
+
+} // namespace unit_middleware_layers

@@ -42,6 +42,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_middleware_pipeline_on_broker {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -556,3 +558,5 @@ TEST_CASE("a consumer that requeues failures still rejects a permanent one, so i
     CHECK(runs == 0);
     CHECK(w.ready("billing") == 0);
 }
+
+} // namespace unit_middleware_pipeline_on_broker

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_ops_http_detail {
+
 using letterbox::ops::detail::constant_time_equal;
 using letterbox::ops::detail::parse_target;
 using letterbox::ops::detail::percent_decode;
@@ -52,3 +54,5 @@ TEST_CASE("parse_target: decoded segments and query parameters", "[ops][detail]"
     CHECK(percent_decode("a%20b+c", true) == "a b c");
     CHECK_FALSE(percent_decode("%", true).has_value());
 }
+
+} // namespace unit_ops_http_detail

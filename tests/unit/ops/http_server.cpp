@@ -39,6 +39,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_ops_http_server {
+
 namespace {
 
 using namespace ops_test;
@@ -514,3 +516,5 @@ TEST_CASE("http_server: registration after listen and a second listen are refuse
     http_server clash(f.io.get_executor(), busy);
     CHECK(clash.listen());
 }
+
+} // namespace unit_ops_http_server

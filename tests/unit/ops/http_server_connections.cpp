@@ -23,6 +23,8 @@
 #include <optional>
 #include <string>
 
+namespace unit_ops_http_server_connections {
+
 namespace {
 
 using namespace ops_test;
@@ -152,3 +154,5 @@ TEST_CASE("http_server: when every connection is busy, reserved connections answ
     client again(f, *server);
     CHECK(again.get("/health/live").status() == 200);
 }
+
+} // namespace unit_ops_http_server_connections

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_ops_http_server_listing {
+
 namespace {
 
 using namespace ops_test;
@@ -228,3 +230,5 @@ TEST_CASE("http_server: clients that never read cannot make it hold more than it
     CHECK(served->json()["body_bytes"] == size);
     CHECK(f.ready(dlq_test::dlq_name) == 3);
 }
+
+} // namespace unit_ops_http_server_listing

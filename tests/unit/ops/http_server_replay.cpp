@@ -14,6 +14,8 @@
 
 #include <string>
 
+namespace unit_ops_http_server_replay {
+
 namespace {
 
 using namespace ops_test;
@@ -104,3 +106,5 @@ TEST_CASE("http_server: replay reads its filter from the query string, and refus
         CHECK(f.ready(dlq_test::work_queue) == 3);
     }
 }
+
+} // namespace unit_ops_http_server_replay

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_ops_http_server_security {
+
 namespace {
 
 using namespace ops_test;
@@ -222,3 +224,5 @@ TEST_CASE("http_server_options: the timeouts and bounds that keep the endpoint r
     CHECK_FALSE(o.loopback_reads_without_token);
     CHECK_FALSE(o.allow_non_loopback_without_token);
 }
+
+} // namespace unit_ops_http_server_security

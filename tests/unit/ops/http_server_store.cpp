@@ -24,6 +24,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_ops_http_server_store {
+
 namespace {
 
 using namespace ops_test;
@@ -115,3 +117,5 @@ TEST_CASE("http_server: a locked SQLite outbox does not block the server, and a 
     CHECK(row->status == letterbox::outbox_status::pending);
     server.reset(); // waits for a store call still running, before the store goes
 }
+
+} // namespace unit_ops_http_server_store

@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_ops_http_server_threads {
+
 namespace {
 
 namespace http = boost::beast::http;
@@ -117,3 +119,5 @@ TEST_CASE("ops http_server: requests from many threads while the io_context runs
     CHECK(failed == 0);
     CHECK(registry.render().find("letterbox_delivered_total ") != std::string::npos);
 }
+
+} // namespace unit_ops_http_server_threads

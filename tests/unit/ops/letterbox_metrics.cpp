@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_ops_letterbox_metrics {
+
 using test_support::prometheus_sample;
 
 TEST_CASE("letterbox_metrics: every family is there before anything happened", "[ops][metrics]") {
@@ -111,3 +113,5 @@ TEST_CASE("letterbox_metrics: the dead-letter depth is a gauge, and its alert fi
     CHECK(alerts[0] == std::pair<bool, std::uint32_t>{true, 4});
     gauge.stop();
 }
+
+} // namespace unit_ops_letterbox_metrics

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace unit_ops_metrics_registry {
+
 using letterbox::ops::metrics_registry;
 
 TEST_CASE("metrics_registry: renders the Prometheus 0.0.4 text format", "[ops][metrics]") {
@@ -84,3 +86,5 @@ TEST_CASE("metrics_registry: refuses invalid names and conflicting registrations
     CHECK_THROWS_AS(reg.make_histogram("h", "H", {1, 1}), error);
     CHECK_THROWS_AS(reg.add_gauge_function("e", "E", {}, {}), error);
 }
+
+} // namespace unit_ops_metrics_registry

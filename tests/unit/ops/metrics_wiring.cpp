@@ -22,6 +22,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_ops_metrics_wiring {
+
 using test_support::prometheus_sample;
 
 TEST_CASE("letterbox_metrics: a relay, a consumer and its inbox feed the metrics",
@@ -82,3 +84,5 @@ TEST_CASE("letterbox_metrics: a relay, a consumer and its inbox feed the metrics
     CHECK(prometheus_sample(text, "letterbox_outbox_pending") == 0);
     CHECK(prometheus_sample(text, "letterbox_inbox_records") == 2);
 }
+
+} // namespace unit_ops_metrics_wiring

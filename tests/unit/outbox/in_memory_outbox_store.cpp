@@ -13,6 +13,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_outbox_in_memory_outbox_store {
+
 static_assert(letterbox::outbox_store<letterbox::in_memory_outbox_store>);
 static_assert(letterbox::outbox_batch_settler<letterbox::in_memory_outbox_store>);
 
@@ -207,3 +209,5 @@ TEST_CASE("in_memory_outbox_store marks a batch as one operation, a fault fails 
     CHECK(results[1] == errc::lease_lost);
     CHECK(store.find(batch[0], ec)->published_at == t0() + 1s);
 }
+
+} // namespace unit_outbox_in_memory_outbox_store

@@ -45,6 +45,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_outbox_outbox_relay {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -1495,3 +1497,5 @@ TEST_CASE("a batch of marks that the store fails is retried while the relay hold
     for (const auto& [id, n] : w.deliveries_by_id())
         CHECK(n == 1);
 }
+
+} // namespace unit_outbox_outbox_relay

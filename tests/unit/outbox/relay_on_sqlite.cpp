@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+namespace unit_outbox_relay_on_sqlite {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -224,3 +226,5 @@ TEST_CASE("relay on SQLite: when one relay stops abruptly the other finishes aft
     CHECK(enrollment.stats(w.clock.wall_now()).published == rows);
     b.stop(w);
 }
+
+} // namespace unit_outbox_relay_on_sqlite

@@ -16,6 +16,8 @@
 #include <system_error>
 #include <type_traits>
 
+namespace unit_retry_classifier {
+
 namespace {
 
 using letterbox::attempt_failure;
@@ -259,3 +261,5 @@ TEST_CASE("a classifier is a copyable value", "[retry][classifier]") {
     CHECK_FALSE(original.is_permanent(thrown(std::runtime_error("x"))));
     CHECK(original.is_permanent(thrown(std::invalid_argument("x"))));
 }
+
+} // namespace unit_retry_classifier

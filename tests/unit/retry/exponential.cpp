@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace unit_retry_exponential {
+
 namespace {
 
 using namespace retry_test;
@@ -170,3 +172,5 @@ TEST_CASE("exponential refuses arguments outside their range", "[retry][exponent
               (void)retry::exponential(milliseconds{0}, 1.0, milliseconds{0}, 1);
           }).value() == 0);
 }
+
+} // namespace unit_retry_exponential

@@ -16,6 +16,8 @@
 #include <string>
 #include <type_traits>
 
+namespace unit_retry_fixed {
+
 namespace {
 
 using namespace retry_test;
@@ -101,3 +103,5 @@ TEST_CASE("fixed uses the classifier it is given", "[retry][fixed]") {
     CHECK(p.decide(f) == retry_decision::permanent_failure());
     CHECK(p.get_jitter() == retry::jitter::full(2)); // with_classifier kept the jitter
 }
+
+} // namespace unit_retry_fixed

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+namespace unit_retry_immediate {
+
 namespace {
 
 using namespace retry_test;
@@ -80,3 +82,5 @@ TEST_CASE("immediate uses the classifier it is given", "[retry][immediate]") {
     CHECK(copy.decide(failure(1, std::make_error_code(std::errc::permission_denied))) ==
           retry_decision::permanent_failure());
 }
+
+} // namespace unit_retry_immediate

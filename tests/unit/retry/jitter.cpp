@@ -11,6 +11,8 @@
 #include <set>
 #include <string>
 
+namespace unit_retry_jitter {
+
 namespace {
 
 namespace retry = letterbox::retry;
@@ -116,3 +118,5 @@ TEST_CASE("jitter depends on the seed, the message id and the attempt, and nothi
     CHECK(sum / messages > 450); // uniform in [0, 1000]: a mean near 500
     CHECK(sum / messages < 550);
 }
+
+} // namespace unit_retry_jitter

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+namespace unit_retry_none {
+
 namespace {
 
 using namespace retry_test;
@@ -56,3 +58,5 @@ TEST_CASE("none uses the classifier it is given", "[retry][none]") {
     CHECK(q.decide(failure(1)) == retry_decision::permanent_failure());
     CHECK(q.get_classifier().is_permanent(failure(1)));
 }
+
+} // namespace unit_retry_none

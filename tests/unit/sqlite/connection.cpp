@@ -12,6 +12,8 @@
 #include <system_error>
 #include <utility>
 
+namespace unit_sqlite_connection {
+
 namespace {
 
 using letterbox::errc;
@@ -187,3 +189,5 @@ TEST_CASE("connection reports whether a transaction is open", "[sqlite][connecti
     REQUIRE_FALSE(c.exec("COMMIT"));
     CHECK_FALSE(c.in_transaction());
 }
+
+} // namespace unit_sqlite_connection

@@ -29,6 +29,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace unit_sqlite_database {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -539,3 +541,5 @@ TEST_CASE("database opens as docs/sqlite.md shows", "[sqlite][database]") {
     write_file(dir.file("notes.txt"), "just notes");
     CHECK_FALSE(open_orders(dir.file("notes.txt")).has_value());
 }
+
+} // namespace unit_sqlite_database

@@ -6,6 +6,8 @@
 
 #include <chrono>
 
+namespace unit_sqlite_database_options {
+
 TEST_CASE("database_options defaults suit a service on a local disk",
           "[sqlite][database_options]") {
     const letterbox::sqlite::database_options o;
@@ -21,3 +23,5 @@ TEST_CASE("database_options defaults suit a service on a local disk",
     CHECK(o.max_idle_connections > 0);
     CHECK(o.statement_cache_capacity > 0);
 }
+
+} // namespace unit_sqlite_database_options

@@ -13,6 +13,8 @@
 #include <system_error>
 #include <thread>
 
+namespace unit_sqlite_inbox_store {
+
 static_assert(letterbox::inbox_store<letterbox::sqlite::inbox_store>);
 
 namespace {
@@ -124,3 +126,5 @@ TEST_CASE("sqlite inbox_store on a database that failed to open reports closed",
     CHECK(inbox.purge(t0(), ec) == 0);
     CHECK(ec == errc::closed);
 }
+
+} // namespace unit_sqlite_inbox_store

@@ -16,6 +16,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_sqlite_outbox_store {
+
 static_assert(letterbox::outbox_store<letterbox::sqlite::outbox_store>);
 static_assert(letterbox::outbox_batch_settler<letterbox::sqlite::outbox_store>);
 
@@ -404,3 +406,5 @@ TEST_CASE("sqlite outbox_store keeps each aggregate's head through every transit
     w.add({late}, t0() + 5h);
     CHECK(heads(t0() + 5h) == ids{late.msg.id});
 }
+
+} // namespace unit_sqlite_outbox_store

@@ -14,6 +14,8 @@
 #include <system_error>
 #include <thread>
 
+namespace unit_sqlite_schema {
+
 namespace {
 
 using letterbox::errc;
@@ -134,3 +136,5 @@ TEST_CASE("schema keeps other components' rows in the version table", "[sqlite][
     CHECK(int_of(c, "SELECT version FROM letterbox_schema_version WHERE component = "
                     "'someone.else'") == 99);
 }
+
+} // namespace unit_sqlite_schema

@@ -11,6 +11,8 @@
 #include <system_error>
 #include <utility>
 
+namespace unit_sqlite_statement {
+
 namespace {
 
 using letterbox::errc;
@@ -108,3 +110,5 @@ TEST_CASE("statement is move-only and finalizes once", "[sqlite][statement]") {
     REQUIRE(c.step(ec));
     CHECK(c.column_int64(0) == 1);
 }
+
+} // namespace unit_sqlite_statement

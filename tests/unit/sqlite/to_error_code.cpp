@@ -6,6 +6,8 @@
 
 #include <sqlite3.h>
 
+namespace unit_sqlite_to_error_code {
+
 using letterbox::errc;
 using letterbox::sqlite::to_error_code;
 
@@ -36,3 +38,5 @@ TEST_CASE("to_error_code maps extended result codes by their primary code", "[sq
     CHECK(to_error_code(SQLITE_READONLY_DBMOVED) == errc::store_readonly);
     CHECK(to_error_code(SQLITE_CONSTRAINT_UNIQUE) == errc::store_error);
 }
+
+} // namespace unit_sqlite_to_error_code

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_sqlite_unit_of_work {
+
 static_assert(letterbox::unit_of_work<letterbox::sqlite::unit_of_work>);
 static_assert(!std::is_copy_constructible_v<letterbox::sqlite::unit_of_work>);
 static_assert(std::is_nothrow_move_constructible_v<letterbox::sqlite::unit_of_work>);
@@ -374,3 +376,5 @@ TEST_CASE("sqlite unit_of_work keeps its connection while statements borrowed fr
     uow = {};
     CHECK(s.db.idle_connections() == 2);
 }
+
+} // namespace unit_sqlite_unit_of_work

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_testing_check_aggregate_order {
+
 using namespace history_test;
 
 TEST_CASE("aggregate-order passes for in-order effects, per consumer and per aggregate",
@@ -102,3 +104,5 @@ TEST_CASE("aggregate-order skips the aggregate even when the deferral comes afte
     s.effect("c1", 2, "a", 2).defer("c1", 1, "dead_lettered").dead_letter("c1", 1, "bad");
     CHECK(check_aggregate_order(s.h).empty());
 }
+
+} // namespace unit_testing_check_aggregate_order

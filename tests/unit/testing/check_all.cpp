@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <vector>
 
+namespace unit_testing_check_all {
+
 using namespace history_test;
 using namespace std::chrono_literals;
 
@@ -80,3 +82,5 @@ TEST_CASE("a history recorded through the public API is checked", "[testing][his
     CHECK(violations[0].events == std::vector<std::size_t>{2, 0, 4});
     //]
 }
+
+} // namespace unit_testing_check_all

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace unit_testing_check_bounded_redelivery {
+
 using namespace history_test;
 
 TEST_CASE("bounded-redelivery passes at the bound", "[testing][history][bounded-redelivery]") {
@@ -41,3 +43,5 @@ TEST_CASE("bounded-redelivery reports deliveries over the bound",
                    Catch::Contains("first over the bound: #" + std::to_string(deliveries[2])));
     CHECK(check_bounded_redelivery(s.h, 4).empty());
 }
+
+} // namespace unit_testing_check_bounded_redelivery

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <vector>
 
+namespace unit_testing_check_convergence {
+
 using namespace history_test;
 using namespace std::chrono_literals;
 
@@ -46,3 +48,5 @@ TEST_CASE("convergence reports what settles after the deadline or never",
 
     CHECK(check_convergence(s.h, {"billing"}, 7ms).size() == 1); // only the unsettled one
 }
+
+} // namespace unit_testing_check_convergence

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace unit_testing_check_determinism {
+
 using namespace history_test;
 
 TEST_CASE("determinism passes for two equal runs", "[testing][history][determinism]") {
@@ -47,3 +49,5 @@ TEST_CASE("determinism reports a run that is a prefix of the other",
     CHECK(violations[0].events == std::vector<std::size_t>{a.h.size()});
     CHECK_THAT(violations[0].explanation, Catch::Contains("first run:  (end of history)"));
 }
+
+} // namespace unit_testing_check_determinism

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace unit_testing_check_no_duplicate_effect {
+
 using namespace history_test;
 
 TEST_CASE("no-duplicate-effect allows duplicate deliveries and one effect per consumer",
@@ -39,3 +41,5 @@ TEST_CASE("no-duplicate-effect reports a second effect of one message for one co
                                               "000000000001 (aggregate \"order/3\", sequence "
                                               "1) 2 times"));
 }
+
+} // namespace unit_testing_check_no_duplicate_effect

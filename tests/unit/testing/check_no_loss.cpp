@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_testing_check_no_loss {
+
 using namespace history_test;
 
 TEST_CASE("no-loss passes when every committed message is applied or dead-lettered",
@@ -69,3 +71,5 @@ TEST_CASE("no-loss reports a message that was committed and never published",
     REQUIRE(violations.size() == 1);
     CHECK_THAT(violations[0].explanation, Catch::Contains("never published, delivered or applied"));
 }
+
+} // namespace unit_testing_check_no_loss

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace unit_testing_check_no_phantom {
+
 using namespace history_test;
 
 TEST_CASE("no-phantom passes when everything observed was committed first",
@@ -62,3 +64,5 @@ TEST_CASE("no-phantom reports a delivery before the commit", "[testing][history]
     CHECK_THAT(violations[0].explanation,
                Catch::Contains("observed before the transaction that wrote it committed"));
 }
+
+} // namespace unit_testing_check_no_phantom

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace unit_testing_check_poison_isolation {
+
 using namespace history_test;
 
 namespace {
@@ -69,3 +71,5 @@ TEST_CASE("poison-isolation reports a poison message that was not dead-lettered"
     CHECK_THAT(violations[0].explanation,
                Catch::Contains("was not dead-lettered with a reason for consumer \"billing\""));
 }
+
+} // namespace unit_testing_check_poison_isolation

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace unit_testing_history {
+
 using namespace history_test;
 using namespace std::chrono_literals;
 
@@ -123,3 +125,5 @@ TEST_CASE("an invariant has a name and a catalogue id", "[testing][history]") {
     os << v;
     CHECK(os.str() == "I-18 convergence: late");
 }
+
+} // namespace unit_testing_history

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace unit_topology_queue_arguments {
+
 using namespace letterbox;
 using namespace letterbox::topology;
 
@@ -77,3 +79,5 @@ TEST_CASE("a negative delivery limit is accepted and means unlimited",
     REQUIRE(a);
     CHECK(a->delivery_limit == -1);
 }
+
+} // namespace unit_topology_queue_arguments

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace unit_topology_topic_match {
+
 using letterbox::topology::topic_hash_words;
 using letterbox::topology::topic_matches;
 
@@ -36,3 +38,5 @@ TEST_CASE("topic_hash_words counts only whole-word hashes", "[topology][topic]")
     CHECK(topic_hash_words("##.a#b.#a") == 0);
     CHECK(topic_hash_words("") == 0);
 }
+
+} // namespace unit_topology_topic_match

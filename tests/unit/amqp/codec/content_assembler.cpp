@@ -11,6 +11,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_amqp_codec_content_assembler {
+
 using namespace letterbox::amqp::codec;
 using letterbox::errc;
 
@@ -189,3 +191,5 @@ TEST_CASE("a method that does not decode reports the decoder's error",
     CHECK(ec == errc::syntax_error);
     CHECK_FALSE(a.in_progress());
 }
+
+} // namespace unit_amqp_codec_content_assembler

@@ -12,6 +12,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_amqp_codec_content_header {
+
 using namespace letterbox::amqp::codec;
 using amqp_test::bytes;
 using letterbox::errc;
@@ -108,3 +110,5 @@ TEST_CASE("a shortstr property over 255 bytes is refused on encode",
     CHECK(encode(h, out) == errc::invalid_argument);
     CHECK(out == "x");
 }
+
+} // namespace unit_amqp_codec_content_header

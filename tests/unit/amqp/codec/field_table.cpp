@@ -15,6 +15,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_amqp_codec_field_table {
+
 using namespace letterbox::amqp::codec;
 using amqp_test::bytes;
 using letterbox::errc;
@@ -192,3 +194,5 @@ TEST_CASE("a name over 255 bytes is refused on encode", "[amqp][codec][field_tab
     CHECK(out.empty());
     CHECK_FALSE(encode(field_table{{std::string(255, 'n'), true}}, out));
 }
+
+} // namespace unit_amqp_codec_field_table

@@ -14,6 +14,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_amqp_codec_frame_reader {
+
 using namespace letterbox::amqp::codec;
 using amqp_test::bytes;
 using amqp_test::raw_frame;
@@ -191,3 +193,5 @@ TEST_CASE("the first error sticks, and frames before it still come out",
     CHECK(ec == errc::frame_error);
     CHECK(reader.error() == errc::frame_error);
 }
+
+} // namespace unit_amqp_codec_frame_reader

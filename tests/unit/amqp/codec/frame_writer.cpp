@@ -14,6 +14,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_amqp_codec_frame_writer {
+
 using namespace letterbox::amqp::codec;
 using amqp_test::bytes;
 using letterbox::errc;
@@ -145,3 +147,5 @@ TEST_CASE("a frame_max below 4096 is refused", "[amqp][codec][frame_writer]") {
     CHECK_FALSE(writer.set_frame_max(131072));
     CHECK(writer.frame_max() == 131072);
 }
+
+} // namespace unit_amqp_codec_frame_writer

@@ -17,6 +17,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_amqp_codec_hostile_input {
+
 using namespace letterbox::amqp::codec;
 using amqp_test::bytes;
 using amqp_test::raw_frame;
@@ -163,3 +165,5 @@ TEST_CASE("a body longer than its header declares is unexpected_frame", "[amqp][
                         raw_frame(3, 1, "de");
     CHECK(receive(stream).error == errc::unexpected_frame);
 }
+
+} // namespace unit_amqp_codec_hostile_input

@@ -12,6 +12,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_amqp_codec_message_mapping {
+
 using namespace letterbox::amqp::codec;
 using letterbox::errc;
 using letterbox::message;
@@ -129,3 +131,5 @@ TEST_CASE("a delivered command becomes a message with its exchange and routing k
     (void)to_message(std::move(ack), ec);
     CHECK(ec == errc::invalid_argument);
 }
+
+} // namespace unit_amqp_codec_message_mapping

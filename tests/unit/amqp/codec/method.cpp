@@ -12,6 +12,8 @@
 #include <string>
 #include <system_error>
 
+namespace unit_amqp_codec_method {
+
 using namespace letterbox::amqp::codec;
 using amqp_test::bytes;
 using letterbox::errc;
@@ -232,3 +234,5 @@ TEST_CASE("a shortstr argument over 255 bytes is refused and leaves the output u
     std::string ok;
     CHECK_FALSE(encode(basic_publish{.exchange = std::string(255, 'e')}, ok));
 }
+
+} // namespace unit_amqp_codec_method

@@ -9,6 +9,8 @@
 
 #include <system_error>
 
+namespace unit_amqp_codec_negotiate {
+
 using namespace letterbox::amqp::codec;
 using letterbox::errc;
 
@@ -41,3 +43,5 @@ TEST_CASE("channel_max is the smaller proposal, 0 standing for 65535", "[amqp][c
     CHECK(negotiate_channel_max(0, 0) == 65535);
     static_assert(negotiate_channel_max(5, 0) == 5);
 }
+
+} // namespace unit_amqp_codec_negotiate

@@ -11,6 +11,8 @@
 #include <random>
 #include <string>
 
+namespace unit_sqlite_detail_codec {
+
 namespace {
 
 namespace codec = letterbox::sqlite::detail;
@@ -143,3 +145,5 @@ TEST_CASE("codec refuses nesting deeper than its limit, both ways", "[sqlite][co
     hostile += "V";
     CHECK_FALSE(codec::decode_headers(hostile).has_value());
 }
+
+} // namespace unit_sqlite_detail_codec

@@ -23,6 +23,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_transport_in_memory_broker_outage {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -286,3 +288,5 @@ TEST_CASE("a transport closed during the outage stays closed when the broker com
     CHECK(w.broker.connection_count() == 0);
     CHECK(w.publish("q", "x") == errc::closed);
 }
+
+} // namespace unit_transport_in_memory_broker_outage

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_transport_in_memory_consuming {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -1196,3 +1198,5 @@ TEST_CASE("RMQ-PC-14 every publish in confirm mode gets exactly one ack or nack"
     CHECK(fx.broker.counters().confirms_acked + fx.broker.counters().confirms_nacked ==
           static_cast<std::uint64_t>(n));
 }
+
+} // namespace unit_transport_in_memory_consuming

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_transport_in_memory_dead_lettering {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -1123,3 +1125,5 @@ TEST_CASE("DLX-46 dead letters flow between classic and quorum queues", "[transp
     CHECK(body_of(dl[1]) == "m1");
     CHECK(x_death_queues(*dl[0].msg) == strings{"Q"});
 }
+
+} // namespace unit_transport_in_memory_dead_lettering

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_transport_in_memory_declarations {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -235,3 +237,5 @@ TEST_CASE("a reply text longer than a shortstr is cut to 255 bytes as RabbitMQ c
                            name + "' in vhost '/'. It could"));
     CHECK(text.ends_with("..."));
 }
+
+} // namespace unit_transport_in_memory_declarations

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_transport_in_memory_durability_and_faults {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -331,3 +333,5 @@ TEST_CASE("RMQ-ACK-18 deleting a queue sends basic.cancel to its consumers and k
     consumer.basic_consume("Q2", r.on_delivery(), ec, opts);
     CHECK_FALSE(ec);
 }
+
+} // namespace unit_transport_in_memory_durability_and_faults

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_transport_in_memory_foreign_publishers {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -169,3 +171,5 @@ TEST_CASE("in_memory_transport gives a message with the nil id the broker's next
     CHECK(ids_of_a_run(1) == run);       // the same seed replays the same ids
     CHECK_FALSE(ids_of_a_run(2) == run); // another seed gives others
 }
+
+} // namespace unit_transport_in_memory_foreign_publishers

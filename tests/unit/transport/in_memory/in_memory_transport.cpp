@@ -24,6 +24,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_transport_in_memory_in_memory_transport {
+
 static_assert(letterbox::transport<letterbox::in_memory_transport>);
 
 namespace {
@@ -411,3 +413,5 @@ TEST_CASE("settling after close completes with closed, like every other operatio
     CHECK(w.await([&](auto done) { t.async_ack(got[0], done); }) == errc::closed);
     CHECK(w.await([&](auto done) { t.async_reject(got[0], true, done); }) == errc::closed);
 }
+
+} // namespace unit_transport_in_memory_in_memory_transport

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_transport_in_memory_in_memory_transport_get {
+
 static_assert(letterbox::queue_reader<letterbox::in_memory_transport>);
 
 namespace {
@@ -200,3 +202,5 @@ TEST_CASE("async_get and async_queue_depth accept any completion token",
     REQUIRE(d.has_value());
     CHECK(d->msg.body == "a");
 }
+
+} // namespace unit_transport_in_memory_in_memory_transport_get

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_transport_in_memory_queue_features {
+
 using namespace broker_scenarios;
 using topology::exchange_type;
 
@@ -360,3 +362,5 @@ TEST_CASE("x-expires is part of the redeclare equivalence check",
           "PRECONDITION_FAILED - inequivalent arg 'x-expires' for queue 'Q' in vhost '/': "
           "received '70000' but current is '60000'");
 }
+
+} // namespace unit_transport_in_memory_queue_features

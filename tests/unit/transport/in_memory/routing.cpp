@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_transport_in_memory_routing {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -822,3 +824,5 @@ TEST_CASE("topic bindings with three hash words are accepted and route on 3.10 b
         CHECK(fx.ch.is_open());
     }
 }
+
+} // namespace unit_transport_in_memory_routing

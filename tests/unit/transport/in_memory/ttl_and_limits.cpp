@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_transport_in_memory_ttl_and_limits {
+
 using namespace broker_scenarios;
 
 namespace {
@@ -742,3 +744,5 @@ TEST_CASE("quorum queues have no default delivery limit on 3.10 and a limit of 2
         CHECK(fx.count("Q") == tru(0, 0, 0));
     }
 }
+
+} // namespace unit_transport_in_memory_ttl_and_limits
