@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/detail/saturating.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/middleware/detail/duration_text.hpp>
 #include <letterbox/middleware/detail/run_inner.hpp>
@@ -9,7 +10,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -55,17 +55,6 @@ auto wrap_stage(H h, const std::tuple<L...>& layers) {
         return std::get<i>(layers).wrap(std::move(h));
 }
 
-inline std::chrono::milliseconds saturating_add(std::chrono::milliseconds a,
-                                                std::chrono::milliseconds b) {
-    constexpr auto max = std::numeric_limits<std::chrono::milliseconds::rep>::max();
-    return b.count() > max - a.count() ? std::chrono::milliseconds{max} : a + b;
-}
-
-inline std::chrono::milliseconds saturating_mul(std::chrono::milliseconds a, std::uint32_t n) {
-    constexpr auto max = std::numeric_limits<std::chrono::milliseconds::rep>::max();
-    return n != 0 && a.count() > max / n ? std::chrono::milliseconds{max} : a * n;
-}
-
 } // namespace detail
 
 /// The redelivery horizon of a set of layers: the longest time between a message's first
@@ -86,7 +75,8 @@ std::chrono::milliseconds redelivery_horizon(const L&... layers) {
     };
     (add(layers), ...);
     (void)add; // with no layers, nothing calls it
-    return detail::saturating_add(broker, detail::saturating_mul(in_process, deliveries));
+    return letterbox::detail::saturating_add(
+        broker, letterbox::detail::saturating_mul(in_process, deliveries));
 }
 
 /// Refuses a pipeline whose inbox forgets a message before its last redelivery (DESIGN

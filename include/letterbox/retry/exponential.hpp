@@ -2,10 +2,10 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/detail/saturating.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
 #include <letterbox/retry/detail/jittered.hpp>
-#include <letterbox/retry/detail/saturating.hpp>
 #include <letterbox/retry/jitter.hpp>
 
 #include <algorithm>
@@ -132,7 +132,7 @@ private:
     std::chrono::milliseconds sum_of_base_delays() const noexcept {
         const std::uint32_t retries = max_attempts_ - 1;
         if (retries == 0 || is_constant()) {
-            return detail::saturating_mul(initial_, retries);
+            return letterbox::detail::saturating_mul(initial_, retries);
         }
         std::chrono::milliseconds sum = initial_; // attempt 1
         double d = static_cast<double>(initial_.count());
@@ -140,9 +140,10 @@ private:
             d *= multiplier_;
             if (reaches_cap(d)) {
                 // Attempts k .. retries all wait the cap.
-                return detail::saturating_add(sum, detail::saturating_mul(cap_, retries - k + 1));
+                return letterbox::detail::saturating_add(
+                    sum, letterbox::detail::saturating_mul(cap_, retries - k + 1));
             }
-            sum = detail::saturating_add(sum, to_delay(d));
+            sum = letterbox::detail::saturating_add(sum, to_delay(d));
             if (sum == std::chrono::milliseconds::max()) {
                 return sum;
             }

@@ -2,10 +2,10 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/detail/saturating.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
 #include <letterbox/retry/detail/jittered.hpp>
-#include <letterbox/retry/detail/saturating.hpp>
 #include <letterbox/retry/jitter.hpp>
 
 #include <chrono>
@@ -59,7 +59,7 @@ public:
     std::uint32_t max_attempts() const noexcept { return max_attempts_; }
     /// `delay * (max_attempts - 1)`, or `milliseconds::max()` if that overflows.
     std::chrono::milliseconds horizon() const noexcept {
-        return detail::saturating_mul(delay_, max_attempts_ - 1);
+        return letterbox::detail::saturating_mul(delay_, max_attempts_ - 1);
     }
     /// The delay before the retry that follows attempt `attempt`, without jitter: the fixed
     /// delay, for any attempt.

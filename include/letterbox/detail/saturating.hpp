@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdint>
 
-namespace letterbox::retry::detail {
+// Duration arithmetic that stops at `milliseconds::max()` instead of overflowing, for the
+// horizons of retry policies and of a set of middleware layers.
+namespace letterbox::detail {
 
 /// `a + b` for non-negative durations, or `milliseconds::max()` when the sum would overflow.
 constexpr std::chrono::milliseconds saturating_add(std::chrono::milliseconds a,
@@ -25,4 +27,4 @@ constexpr std::chrono::milliseconds saturating_mul(std::chrono::milliseconds d,
     return d.count() > top.count() / static_cast<rep>(n) ? top : d * static_cast<rep>(n);
 }
 
-} // namespace letterbox::retry::detail
+} // namespace letterbox::detail
