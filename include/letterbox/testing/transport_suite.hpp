@@ -16,6 +16,7 @@
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/testing/detail/describe.hpp>
 #include <letterbox/testing/transport_features.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
@@ -130,19 +131,8 @@ private:
 
 // ---- reusable pieces -----------------------------------------------------------------------
 
-/// The text that assertions compare, so a failure prints both codes in words.
-inline constexpr std::string_view success = "success";
-
-inline std::string describe(std::error_code ec) {
-    if (!ec)
-        return std::string(success);
-    return std::string(ec.category().name()) + ":" + std::to_string(ec.value()) + " (" +
-           ec.message() + ")";
-}
-
-inline std::string describe(errc e) {
-    return describe(make_error_code(e));
-}
+using letterbox::testing::detail::describe;
+using letterbox::testing::detail::success;
 
 /// `n` messages for `exchange` and `routing_key`, each with a fresh id, a body holding its
 /// index and two headers: `x-suite-index` (its index) and `x-suite-test` (a fresh UUID, as

@@ -6,6 +6,7 @@
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/store_time.hpp>
+#include <letterbox/testing/detail/describe.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -19,19 +20,8 @@ namespace letterbox::testing::detail::store_suite {
 
 using namespace std::chrono_literals;
 
-/// The text that assertions compare, so a failure prints both codes in words.
-inline constexpr std::string_view success = "success";
-
-inline std::string describe(std::error_code ec) {
-    if (!ec)
-        return std::string(success);
-    return std::string(ec.category().name()) + ":" + std::to_string(ec.value()) + " (" +
-           ec.message() + ")";
-}
-
-inline std::string describe(errc e) {
-    return describe(make_error_code(e));
-}
+using letterbox::testing::detail::describe;
+using letterbox::testing::detail::success;
 
 /// A fixed instant on whole seconds, so that stores keeping milliseconds round-trip it.
 inline store_time epoch() {
