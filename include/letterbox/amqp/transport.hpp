@@ -7,6 +7,7 @@
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/settlement.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
@@ -158,15 +159,16 @@ public:
     }
     template <class Token>
     auto async_ack(const delivery& d, Token&& token) {
-        return settle(d, 0, false, std::forward<Token>(token));
+        return settle(d, letterbox::detail::settlement::ack, false, std::forward<Token>(token));
     }
     template <class Token>
     auto async_nack(const delivery& d, bool requeue, Token&& token) {
-        return settle(d, 1, requeue, std::forward<Token>(token));
+        return settle(d, letterbox::detail::settlement::nack, requeue, std::forward<Token>(token));
     }
     template <class Token>
     auto async_reject(const delivery& d, bool requeue, Token&& token) {
-        return settle(d, 2, requeue, std::forward<Token>(token));
+        return settle(d, letterbox::detail::settlement::reject, requeue,
+                      std::forward<Token>(token));
     }
 
     /// Closes the connection: publishes awaiting a confirm complete with `outcome_unknown`,
@@ -191,7 +193,7 @@ public:
 
 private:
     template <class Token>
-    auto settle(const delivery& d, int how, bool requeue, Token&& token) {
+    auto settle(const delivery& d, letterbox::detail::settlement how, bool requeue, Token&& token) {
         return run<void(std::error_code)>(
             std::forward<Token>(token),
             [ch = d.channel, tag = d.delivery_tag, how, requeue](auto& s, auto done) {

@@ -9,6 +9,7 @@
 #include <letterbox/amqp/url.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/settlement.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
@@ -86,7 +87,8 @@ public:
     void start_delivering(const std::shared_ptr<subscription>& sub);
     void cancel(const std::string& tag, completion done);
     /// how: 0 ack, 1 nack, 2 reject.
-    void settle(std::uint64_t channel, std::uint64_t tag, int how, bool requeue, completion done);
+    void settle(std::uint64_t channel, std::uint64_t tag, letterbox::detail::settlement how,
+                bool requeue, completion done);
     void get(const std::string& queue, get_completion done);
     void depth(const std::string& queue, depth_completion done);
     void close(completion done);

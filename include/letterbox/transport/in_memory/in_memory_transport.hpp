@@ -4,6 +4,7 @@
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/settlement.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
@@ -182,7 +183,7 @@ public:
         return ec;
     }
 
-    std::error_code settle(const delivery& d, int how, bool requeue) {
+    std::error_code settle(const delivery& d, letterbox::detail::settlement how, bool requeue) {
         if (closed_)
             return errc::closed;
         auto it = channels_.find(d.channel);
@@ -191,13 +192,13 @@ public:
         auto ch = it->second;
         std::error_code ec;
         switch (how) {
-        case 0:
+        case letterbox::detail::settlement::ack:
             ec = ch.basic_ack(d.delivery_tag);
             break;
-        case 1:
+        case letterbox::detail::settlement::nack:
             ec = ch.basic_nack(d.delivery_tag, false, requeue);
             break;
-        default:
+        case letterbox::detail::settlement::reject:
             ec = ch.basic_reject(d.delivery_tag, requeue);
             break;
         }
@@ -621,18 +622,21 @@ public:
     }
     template <class Token>
     auto async_ack(const delivery& d, Token&& token) {
-        return run(std::forward<Token>(token),
-                   [d = settle_ref(d)](auto& s) { return s.settle(d, 0, false); });
+        return run(std::forward<Token>(token), [d = settle_ref(d)](auto& s) {
+            return s.settle(d, letterbox::detail::settlement::ack, false);
+        });
     }
     template <class Token>
     auto async_nack(const delivery& d, bool requeue, Token&& token) {
-        return run(std::forward<Token>(token),
-                   [d = settle_ref(d), requeue](auto& s) { return s.settle(d, 1, requeue); });
+        return run(std::forward<Token>(token), [d = settle_ref(d), requeue](auto& s) {
+            return s.settle(d, letterbox::detail::settlement::nack, requeue);
+        });
     }
     template <class Token>
     auto async_reject(const delivery& d, bool requeue, Token&& token) {
-        return run(std::forward<Token>(token),
-                   [d = settle_ref(d), requeue](auto& s) { return s.settle(d, 2, requeue); });
+        return run(std::forward<Token>(token), [d = settle_ref(d), requeue](auto& s) {
+            return s.settle(d, letterbox::detail::settlement::reject, requeue);
+        });
     }
 
     /// Whether the transport is connected to the broker now: false before its first connection

@@ -758,7 +758,8 @@ inline void transport_state::flush_acks(std::uint64_t uid) {
         (void)entry.ch->send(codec::basic_ack{tag, false});
 }
 
-inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag, int how, bool requeue,
+inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag,
+                                    letterbox::detail::settlement how, bool requeue,
                                     completion done) {
     if (closed_)
         return done(make_error_code(errc::closed));
@@ -771,7 +772,7 @@ inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag, in
     // deliveries, as the in-memory model does. The frame still goes out so that both behave
     // the same, and the caller learns it now rather than from the broker's asynchronous close.
     const bool known = entry.unacked.erase(tag) == 1;
-    if (how == 0 && known) {
+    if (how == letterbox::detail::settlement::ack && known) {
         entry.acks.push_back(tag);
         if (entry.retired && entry.unacked.empty())
             retire(channel); // flushes the acks, then closes the channel
@@ -786,13 +787,13 @@ inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag, in
     flush_acks(channel);
     std::error_code ec;
     switch (how) {
-    case 0:
+    case letterbox::detail::settlement::ack:
         ec = entry.ch->send(codec::basic_ack{tag, false});
         break;
-    case 1:
+    case letterbox::detail::settlement::nack:
         ec = entry.ch->send(codec::basic_nack{tag, false, requeue});
         break;
-    default:
+    case letterbox::detail::settlement::reject:
         ec = entry.ch->send(codec::basic_reject{tag, requeue});
         break;
     }
