@@ -64,8 +64,10 @@ int main() {
     auto db = lb::sqlite::database::open((dir / "shipping.db").string());
     {
         auto uow = db.begin();
-        uow.connection().exec("CREATE TABLE shipments(order_id INTEGER PRIMARY KEY)");
-        (void)uow.commit();
+        if (auto ec = uow.connection().exec("CREATE TABLE shipments(order_id INTEGER PRIMARY KEY)"))
+            throw lb::error(ec, "create the shipments table");
+        if (auto ec = uow.commit())
+            throw lb::error(ec, "commit the shipments table");
     }
     lb::sqlite::inbox_store inbox(db);
     //]

@@ -298,7 +298,7 @@ TEST_CASE("consumer: an inbox that fails once with store_busy gets the message h
     letterbox::in_memory_inbox_store inbox;
     std::map<letterbox::message_id, int> effects; // applied only when the unit commits
     auto effect = [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
-        u.on_commit([&effects, id = m.id] { ++effects[id]; });
+        return u.on_commit([&effects, id = m.id] { ++effects[id]; });
     };
     auto handler = letterbox::idempotent(
         effect, inbox, [] { return letterbox::in_memory_unit_of_work{}; }, "billing", w.clock);

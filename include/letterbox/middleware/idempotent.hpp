@@ -91,8 +91,10 @@ public:
         std::error_code ec;
         if (key)
             ec = inbox_->try_record(uow, consumer_id_, *key, clock_->wall_now());
+        // A rollback that fails cannot be acted on: the error to report is the one before it,
+        // and the unit is discarded either way.
         if (ec == errc::already_processed) {
-            uow.rollback();
+            (void)uow.rollback();
             counted_duplicate(m);
             return {};
         }
@@ -100,18 +102,18 @@ public:
             try {
                 ec = run_effect(m, uow);
             } catch (...) {
-                uow.rollback();
+                (void)uow.rollback();
                 counters_->failed.fetch_add(1, std::memory_order_relaxed);
                 throw;
             }
         }
         if (ec) {
-            uow.rollback();
+            (void)uow.rollback();
             counters_->failed.fetch_add(1, std::memory_order_relaxed);
             return ec;
         }
         if (halts_at(failpoint::after_effect_before_inbox_commit, m.id)) {
-            uow.rollback(); // the process died: its open transaction is lost
+            (void)uow.rollback(); // the process died: its open transaction is lost
             throw failpoint_halt(failpoint::after_effect_before_inbox_commit);
         }
         ec = uow.commit();

@@ -29,8 +29,8 @@ using letterbox::errc;
 struct ledger {
     std::map<letterbox::message_id, int> effects;
 
-    void stage(letterbox::in_memory_unit_of_work& u, const letterbox::message& m) {
-        u.on_commit([this, id = m.id] { ++effects[id]; });
+    std::error_code stage(letterbox::in_memory_unit_of_work& u, const letterbox::message& m) {
+        return u.on_commit([this, id = m.id] { ++effects[id]; });
     }
 };
 
@@ -73,7 +73,7 @@ TEST_CASE("idempotent applies the effect once, records the key and skips a redel
     auto h = letterbox::idempotent(
         [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
             ++runs;
-            f.business.stage(u, m);
+            return f.business.stage(u, m);
         },
         f.inbox, fixture::begin(), "access-service", f.clock);
     const auto m = f.message_of();
@@ -91,7 +91,7 @@ TEST_CASE("idempotent applies the effect once, records the key and skips a redel
 TEST_CASE("idempotent keys are per consumer", "[middleware][idempotent]") {
     fixture f;
     auto effect = [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
-        f.business.stage(u, m);
+        return f.business.stage(u, m);
     };
     auto access = letterbox::idempotent(effect, f.inbox, fixture::begin(), "access", f.clock);
     auto billing = letterbox::idempotent(effect, f.inbox, fixture::begin(), "billing", f.clock);
@@ -110,7 +110,7 @@ TEST_CASE("idempotent: a failed effect leaves no effect, no inbox record and no 
     bool throw_instead = GENERATE(false, true);
     auto h = letterbox::idempotent(
         [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) -> std::error_code {
-            f.business.stage(u, m);
+            REQUIRE_FALSE(f.business.stage(u, m));
             letterbox::outbox_entry out;
             out.msg.id = f.ids();
             out.msg.type = "access.granted";
@@ -143,10 +143,11 @@ TEST_CASE("idempotent: a failed effect leaves no effect, no inbox record and no 
 TEST_CASE("idempotent: a commit that fails applies nothing and reports the error",
           "[middleware][idempotent]") {
     fixture f;
-    auto h =
-        letterbox::idempotent([&](const letterbox::message& m,
-                                  letterbox::in_memory_unit_of_work& u) { f.business.stage(u, m); },
-                              f.inbox, fixture::begin(), "access", f.clock);
+    auto h = letterbox::idempotent(
+        [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+            return f.business.stage(u, m);
+        },
+        f.inbox, fixture::begin(), "access", f.clock);
     const auto m = f.message_of();
     // Operation 0 is try_record; operation 1 is the commit.
     f.inbox.fail_nth(1, errc::store_full);
@@ -162,7 +163,7 @@ TEST_CASE("idempotent: two copies handled at once by two threads give one effect
     std::atomic<int> effects{0};
     auto h = letterbox::idempotent(
         [&](const letterbox::message&, letterbox::in_memory_unit_of_work& u) {
-            u.on_commit([&] { effects.fetch_add(1); });
+            return u.on_commit([&] { effects.fetch_add(1); });
         },
         f.inbox, fixture::begin(), "access", f.clock);
     // wall_now() of a virtual clock is read-only here, so sharing it between threads is safe.
@@ -211,7 +212,7 @@ TEST_CASE("idempotent refuses messages without a message id instead of taking th
     std::map<std::string, int> effects; // by body: the ids are all nil
     auto h = letterbox::idempotent(
         [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
-            u.on_commit([&effects, body = m.body] { ++effects[body]; });
+            return u.on_commit([&effects, body = m.body] { ++effects[body]; });
         },
         f.inbox, fixture::begin(), "access", f.clock);
     for (const auto& m : id_less_messages())
@@ -229,7 +230,7 @@ TEST_CASE("idempotent handles messages without a key without deduplication when 
     auto h =
         letterbox::idempotent(
             [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
-                u.on_commit([&effects, body = m.body] { ++effects[body]; });
+                return u.on_commit([&effects, body = m.body] { ++effects[body]; });
             },
             f.inbox, fixture::begin(), "access", f.clock)
             .on_missing_key(letterbox::idempotency_key::missing_key_action::handle_without_dedup);
@@ -250,7 +251,7 @@ TEST_CASE("idempotent deduplicates on the key a header gives, with or without a 
     std::map<std::string, int> effects;
     auto h = letterbox::idempotent(
                  [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
-                     u.on_commit([&effects, body = m.body] { ++effects[body]; });
+                     return u.on_commit([&effects, body = m.body] { ++effects[body]; });
                  },
                  f.inbox, fixture::begin(), "access", f.clock)
                  .with_key(letterbox::idempotency_key::by_header("x-idempotency-key"));

@@ -386,7 +386,7 @@ TEST_CASE("a replay interrupted between republish and remove loses nothing, and 
         [&](const letterbox::message&, letterbox::in_memory_unit_of_work& u) {
             if (!fixed)
                 throw letterbox::error(errc::payload_malformed, "field 'amount' missing");
-            u.on_commit([&] { ++effects; });
+            return u.on_commit([&] { ++effects; });
         },
         inbox, [] { return letterbox::in_memory_unit_of_work{}; }, "billing", w.clock);
     auto pipeline = mw::compose(h, mw::dead_letter({}, w.clock));
@@ -510,7 +510,7 @@ TEST_CASE("messages without a message id are dead-lettered with the reason "
     letterbox::in_memory_inbox_store inbox;
     std::map<std::string, int> effects;
     auto effect = [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
-        u.on_commit([&effects, body = m.body] { ++effects[body]; });
+        return u.on_commit([&effects, body = m.body] { ++effects[body]; });
     };
     auto pipeline = mw::compose(
         letterbox::idempotent(

@@ -114,7 +114,8 @@ std::error_code place_order(letterbox::sqlite::database& db,
     }
     if (auto failed = outbox.add(uow, {event, "order", std::to_string(order_id)}, now))
         return failed; // errc::duplicate_message_id, errc::payload_malformed, errc::store_full...
-    uow.on_commit(std::move(wake_relay)); // runs only after a successful commit
+    if (auto failed = uow.on_commit(std::move(wake_relay))) // runs only after a successful commit
+        return failed;
     return uow.commit();
 }
 //]

@@ -126,7 +126,7 @@ inline std::error_code schema::migrate(connection& conn) {
         return begun;
     auto fail = [&](std::error_code e) {
         if (conn.in_transaction())
-            conn.exec("ROLLBACK");
+            (void)conn.exec("ROLLBACK"); // `e` is the error to report
         return e;
     };
     // Another connection may have migrated between the read and the lock: read again.
