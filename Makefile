@@ -17,6 +17,9 @@
 #   make examples      Release build, runs every numbered example in reading order (examples/README.md)
 #   make bench         Release build with benchmarks, runs every bench_* and example 03, draws the plots
 #   make format        clang-format -i;  make format-check: fail on unformatted files
+#   make compile-time  what including letterbox costs: preprocessed lines and CPU seconds of the
+#                      umbrellas and the getting-started program; COLD_TEST=1 adds a timed cold
+#                      make test in a fresh clone (docs/testing.md, "Compile time")
 #   make clean         remove build/
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -66,7 +69,7 @@ AMQP_OPTION := -DLETTERBOX_WITH_AMQP=$(if $(and $(wildcard include/letterbox/amq
 FORMAT_DIRS := include tests examples benchmarks tools
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' -o -name '*.h' -o -name '*.ipp' \) 2>/dev/null | sort)
 
-.PHONY: deps test-deps test test-extended asan tsan asan-build tsan-build release-configure demo examples bench format format-check clean
+.PHONY: deps test-deps test test-extended asan tsan asan-build tsan-build release-configure demo examples bench format format-check compile-time clean
 
 # $(call install_packages,FILE): apt-get installs the packages of FILE that are missing.
 define install_packages
@@ -200,6 +203,9 @@ format:
 
 format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)
+
+compile-time: deps
+	bash tests/tools/compile_time.sh .
 
 clean:
 	rm -rf $(BUILD)
