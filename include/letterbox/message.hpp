@@ -3,11 +3,11 @@
 
 #include <letterbox/field_table.hpp>
 
-#include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/string_generator.hpp>
 #include <boost/uuid/uuid.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -39,15 +39,27 @@ inline std::optional<message_id> parse_message_id(std::string_view text) noexcep
 class message_id_generator {
 public:
     message_id_generator()
-        : engine_(seed_from_device())
-        , gen_(engine_) {}
+        : engine_(seed_from_device()) {}
     explicit message_id_generator(std::uint64_t seed)
-        : engine_(seed)
-        , gen_(engine_) {}
+        : engine_(seed) {}
     message_id_generator(const message_id_generator&) = delete;
     message_id_generator& operator=(const message_id_generator&) = delete;
 
-    message_id operator()() { return gen_(); }
+    /// A version 4 (random) UUID: the same ids, for the same seed, as
+    /// `boost::uuids::basic_random_generator<std::mt19937_64>` gives (each 64-bit draw fills
+    /// 8 bytes, least significant first, then the RFC 4122 variant and version bits), without
+    /// the Boost.Random headers that it costs every translation unit.
+    message_id operator()() {
+        message_id id;
+        for (std::size_t i = 0; i < id.size(); i += 8) {
+            const std::uint64_t bits = engine_();
+            for (std::size_t j = 0; j < 8; ++j)
+                id.data[i + j] = static_cast<std::uint8_t>(bits >> (8 * j));
+        }
+        id.data[8] = static_cast<std::uint8_t>((id.data[8] & 0xBF) | 0x80); // variant 10xxxxxx
+        id.data[6] = static_cast<std::uint8_t>((id.data[6] & 0x4F) | 0x40); // version 0100xxxx
+        return id;
+    }
 
 private:
     static std::uint64_t seed_from_device() {
@@ -56,7 +68,6 @@ private:
     }
 
     std::mt19937_64 engine_{};
-    boost::uuids::basic_random_generator<std::mt19937_64> gen_;
 };
 
 /// The AMQP basic properties a message carries besides its id, type and headers.
