@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// The checks of the transport conformance suite about queue_reader: async_get and async_queue_depth
+// (run only for models of queue_reader; the others skip with a warning). One function template
+// each, constrained by `letterbox::transport`, so that tests/archetypes/transport.cpp can
+// instantiate them with `transport_archetype`. Included by letterbox/testing/transport_suite.hpp,
+// which lists them in LETTERBOX_TRANSPORT_SUITE.
+
+#include <letterbox/concepts/transport.hpp>
+#include <letterbox/delivery.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/testing/detail/describe.hpp>
+#include <letterbox/testing/detail/transport_harness.hpp>
+#include <letterbox/testing/detail/transport_suite_support.hpp>
+#include <letterbox/testing/transport_features.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+// Internal: skips the rest of a check, saying why (Catch2 v2 has no SKIP).
+#define LETTERBOX_DETAIL_SKIP(reason)                                                              \
+    do {                                                                                           \
+        WARN("skipped: " << reason);                                                               \
+        return;                                                                                    \
+    } while (false)
+
+namespace letterbox::testing::detail {
+
+/// queue_reader: gets hand out the queue's messages in order, each once, with manual
+/// acknowledgement; an empty queue answers `std::nullopt`; acked messages are gone.
+template <transport Transport>
+void transport_check_get_fetches_in_order_until_empty(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "get-order");
+        const auto empty = get(h, t, queue);
+        CHECK(describe(empty.ec) == success);
+        CHECK_FALSE(empty.d.has_value());
+
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+        std::vector<delivery> got;
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            INFO("get " << i);
+            auto r = get(h, t, queue);
+            REQUIRE(describe(r.ec) == success);
+            REQUIRE(r.d.has_value());
+            got.push_back(std::move(*r.d));
+        }
+        const auto after = get(h, t, queue);
+        CHECK(describe(after.ec) == success);
+        CHECK_FALSE(after.d.has_value());
+
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            INFO("delivery " << i);
+            if (h.features.guaranteed_order)
+                CHECK(got[i].msg.id == messages[i].id);
+            const auto* m = find_message(messages, got[i].msg.id);
+            REQUIRE(m != nullptr);
+            CHECK(got[i].msg == *m);
+            CHECK(got[i].queue == queue);
+            CHECK(got[i].consumer_tag.empty());
+            CHECK_FALSE(got[i].redelivered);
+            CHECK(describe(ack(h, t, got[i])) == success);
+        }
+        const auto depth = queue_depth(h, t, queue);
+        CHECK(describe(depth.ec) == success);
+        CHECK(depth.ready == 0);
+        h.quiet();
+        const auto later = get(h, t, queue);
+        CHECK_FALSE(later.d.has_value());
+    }
+}
+
+/// queue_reader: a fetched message nacked with requeue comes back marked redelivered (at its
+/// original position when the transport guarantees order); one rejected without requeue is
+/// gone.
+template <transport Transport>
+void transport_check_get_then_nack_requeues(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        if (!h.features.redelivery_on_nack)
+            LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "get-nack");
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+
+        auto first = get(h, t, queue);
+        REQUIRE(describe(first.ec) == success);
+        REQUIRE(first.d.has_value());
+        auto second = get(h, t, queue);
+        REQUIRE(describe(second.ec) == success);
+        REQUIRE(second.d.has_value());
+        // Back in reverse order: a classic queue still restores the original order.
+        CHECK(describe(nack(h, t, *second.d, true)) == success);
+        CHECK(describe(nack(h, t, *first.d, true)) == success);
+
+        std::vector<delivery> again;
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            auto r = get(h, t, queue);
+            REQUIRE(describe(r.ec) == success);
+            REQUIRE(r.d.has_value());
+            again.push_back(std::move(*r.d));
+        }
+        std::set<message_id> ids;
+        for (const auto& d : again)
+            ids.insert(d.msg.id);
+        const auto published = ids_of(messages);
+        CHECK(ids == std::set<message_id>(published.begin(), published.end()));
+        for (const auto& d : again) {
+            const bool was_fetched = d.msg.id == first.d->msg.id || d.msg.id == second.d->msg.id;
+            CHECK(d.redelivered == was_fetched);
+        }
+        if (h.features.guaranteed_order)
+            for (std::size_t i = 0; i < messages.size(); ++i)
+                CHECK(again[i].msg.id == messages[i].id);
+
+        auto reject = await_completion(
+            h, [&](auto done) { t.async_reject(again[0], false, std::move(done)); });
+        CHECK(describe(reject) == success);
+        CHECK(describe(ack(h, t, again[1])) == success);
+        CHECK(describe(nack(h, t, again[2], true)) == success);
+        const auto depth = queue_depth_settled(h, t, queue, 1);
+        CHECK(describe(depth.ec) == success);
+        CHECK(depth.ready == 1);
+    }
+}
+
+/// queue_reader: fetched messages that were never settled return to the queue when the
+/// transport closes, marked redelivered.
+template <transport Transport>
+void transport_check_unsettled_gets_return_on_close(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        auto admin = h.make();
+        const auto queue = declare_fresh_queue(h, admin, "get-close");
+        const auto messages = make_messages(2, "", queue);
+        require_published(h, admin, messages);
+
+        auto t = h.make();
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            auto r = get(h, t, queue);
+            REQUIRE(describe(r.ec) == success);
+            REQUIRE(r.d.has_value());
+        }
+        const auto held = queue_depth(h, admin, queue);
+        CHECK(describe(held.ec) == success);
+        CHECK(held.ready == 0); // unacknowledged messages are not ready
+        REQUIRE(describe(close(h, t)) == success);
+
+        // The requeue may trail the close's completion on a real broker: look a few times.
+        std::uint32_t ready = 0;
+        for (int attempt = 0; attempt < 20 && ready < messages.size(); ++attempt) {
+            if (attempt != 0)
+                h.quiet();
+            ready = queue_depth(h, admin, queue).ready;
+        }
+        CHECK(ready == messages.size());
+        auto log = consume(h, admin, consume_from(queue), ack_all());
+        CHECK(collect_acked(h, {log}, messages.size()));
+        check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+        for (const auto& d : log->deliveries)
+            CHECK(d.redelivered);
+    }
+}
+
+/// queue_reader: the depth counts ready messages; a missing queue is `errc::not_found` for
+/// both operations, and neither the transport nor the deliveries it holds from other queues
+/// suffer from it.
+template <transport Transport>
+void transport_check_depth_and_missing_queues(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "depth");
+        const auto zero = queue_depth(h, t, queue);
+        CHECK(describe(zero.ec) == success);
+        CHECK(zero.ready == 0);
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+        const auto three = queue_depth(h, t, queue);
+        CHECK(describe(three.ec) == success);
+        CHECK(three.ready == 3);
+
+        auto held = get(h, t, queue);
+        REQUIRE(describe(held.ec) == success);
+        REQUIRE(held.d.has_value());
+
+        const auto missing = h.unique_name("no-such-queue");
+        CHECK(describe(queue_depth(h, t, missing).ec) == describe(errc::not_found));
+        CHECK(describe(get(h, t, missing).ec) == describe(errc::not_found));
+
+        const auto two = queue_depth(h, t, queue);
+        CHECK(describe(two.ec) == success);
+        CHECK(two.ready == 2);
+        // The held delivery is still settleable: the failures did not close its channel.
+        CHECK(describe(ack(h, t, *held.d)) == success);
+        auto next = get(h, t, queue);
+        CHECK(describe(next.ec) == success);
+        CHECK(next.d.has_value());
+        if (next.d)
+            CHECK(describe(ack(h, t, *next.d)) == success);
+        const auto one = queue_depth(h, t, queue);
+        CHECK(describe(one.ec) == success);
+        CHECK(one.ready == 1);
+    }
+}
+
+/// queue_reader: a get right after fetched messages were nacked with requeue fetches them
+/// again, and its message count (when the transport gives one) counts the rest. A dead-letter
+/// scan right after a browse gave everything back takes its bound from that count. Repeated,
+/// because on a real broker the wrong answer is a race.
+template <transport Transport>
+void transport_check_get_sees_own_requeues(transport_harness<Transport>& h) {
+    if constexpr (!queue_reader<Transport>) {
+        LETTERBOX_DETAIL_SKIP("the transport does not model queue_reader");
+    } else {
+        if (!h.features.redelivery_on_nack)
+            LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
+        auto t = h.make();
+        const auto queue = declare_fresh_queue(h, t, "get-requeue");
+        const auto messages = make_messages(3, "", queue);
+        require_published(h, t, messages);
+        for (int round = 0; round < 50; ++round) {
+            INFO("round " << round);
+            std::vector<delivery> held;
+            for (std::size_t i = 0; i < messages.size(); ++i) {
+                auto r = get(h, t, queue);
+                REQUIRE(describe(r.ec) == success);
+                REQUIRE(r.d.has_value());
+                if (r.d->message_count)
+                    CHECK(*r.d->message_count == messages.size() - 1 - i);
+                held.push_back(std::move(*r.d));
+            }
+            for (const auto& d : held)
+                REQUIRE(describe(nack(h, t, d, true)) == success);
+        }
+        const auto depth = queue_depth_settled(h, t, queue, 3);
+        CHECK(depth.ready == messages.size());
+    }
+}
+
+} // namespace letterbox::testing::detail
+
+#undef LETTERBOX_DETAIL_SKIP
