@@ -56,7 +56,7 @@ enum class errc {
     transaction_closed,      ///< the unit of work was already committed or rolled back
     invalid_state,           ///< the record's status does not allow the operation
 
-    // Database errors of a durable store (SQLite today), 400 to 499 (see `is_store_error`).
+    // Database errors of a durable store (SQLite today), 400 to 499 (`condition::store_error`).
     // Each leaves the database unchanged: the failed statement or transaction was rolled back
     // as a whole.
     store_not_a_database = 400, ///< the file exists but is not a database of this kind
@@ -198,46 +198,103 @@ inline std::error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
 
-/// Whether `ec` is a database error of a durable store (`errc::store_*`, the values from 400):
-/// a failure of the store itself, never of the message being handled.
-inline bool is_store_error(std::error_code ec) noexcept {
-    return ec.category() == error_category() && ec.value() >= 400 && ec.value() < 500;
-}
+/// Families of `std::error_code`s that callers test for rather than single values, as
+/// `std::error_condition`s of `letterbox::condition_category()`: write
+/// `ec == letterbox::condition::store_error`. A code of any category can be compared with them.
+enum class condition {
+    /// A database error of a durable store (`errc::store_*`, the values from 400 to 499): a
+    /// failure of the store itself, never of the message being handled.
+    store_error = 1,
+    /// An operation failed because of the way to the broker rather than because of the message
+    /// it carried: a lost or closed connection or channel (`connection_closed`,
+    /// `channel_closed`, `closed`), an unknown outcome, a timeout, a cancelled consumer, an AMQP
+    /// connection-level ("hard") error (`connection_forced`, `invalid_path` and the 5xx reply
+    /// codes), or any error outside letterbox's category (sockets, TLS). Everything else (a
+    /// return, a nack, a channel-level refusal such as 404 or 406, a payload error) is the
+    /// message's own failure. An empty `error_code` is never one.
+    transport_failure,
+};
 
-/// Whether an operation failed (`ec` is an error) because of the way to the broker rather than
-/// because of the message it carried: a lost or closed connection or channel, an unknown
-/// outcome, a timeout, an AMQP connection-level ("hard") error, or any error outside
-/// letterbox's category (sockets, TLS). Everything else (a return, a nack, a channel-level
-/// refusal such as 404 or 406, a payload error) is the message's own failure. The outbox relay
-/// backs off on these instead of counting a row's attempt; a dead-letter scan stops on them
-/// (what it held has gone back to the queue).
-inline bool is_transport_failure(const std::error_code& ec) noexcept {
-    if (!ec)
-        return false;
-    if (ec.category() != error_category())
-        return true;
-    switch (static_cast<errc>(ec.value())) {
-    case errc::connection_forced:
-    case errc::invalid_path:
-    case errc::frame_error:
-    case errc::syntax_error:
-    case errc::command_invalid:
-    case errc::channel_error:
-    case errc::unexpected_frame:
-    case errc::resource_error:
-    case errc::not_allowed:
-    case errc::not_implemented:
-    case errc::internal_error:
-    case errc::channel_closed:
-    case errc::connection_closed:
-    case errc::outcome_unknown:
-    case errc::consumer_cancelled:
-    case errc::timed_out:
-    case errc::closed:
-        return true;
-    default:
+/// The `std::error_category` of `letterbox::condition`: decides which codes each condition
+/// stands for.
+class condition_category_impl final : public std::error_category {
+public:
+    const char* name() const noexcept override { return "letterbox.condition"; }
+
+    std::string message(int value) const override {
+        switch (static_cast<condition>(value)) {
+        case condition::store_error:
+            return "store error";
+        case condition::transport_failure:
+            return "transport failure";
+        }
+        return "unknown letterbox condition";
+    }
+
+    bool equivalent(const std::error_code& ec, int value) const noexcept override {
+        switch (static_cast<condition>(value)) {
+        case condition::store_error:
+            return ec.category() == letterbox::error_category() && ec.value() >= 400 &&
+                   ec.value() < 500;
+        case condition::transport_failure:
+            if (!ec)
+                return false;
+            if (ec.category() != letterbox::error_category())
+                return true;
+            return is_transport_errc(static_cast<errc>(ec.value()));
+        }
         return false;
     }
+
+private:
+    static bool is_transport_errc(errc e) noexcept {
+        switch (e) {
+        case errc::connection_forced:
+        case errc::invalid_path:
+        case errc::frame_error:
+        case errc::syntax_error:
+        case errc::command_invalid:
+        case errc::channel_error:
+        case errc::unexpected_frame:
+        case errc::resource_error:
+        case errc::not_allowed:
+        case errc::not_implemented:
+        case errc::internal_error:
+        case errc::channel_closed:
+        case errc::connection_closed:
+        case errc::outcome_unknown:
+        case errc::consumer_cancelled:
+        case errc::timed_out:
+        case errc::closed:
+            return true;
+        default:
+            return false;
+        }
+    }
+};
+
+/// Returns the category of `letterbox::condition`. Every call returns the same object.
+inline const std::error_category& condition_category() noexcept {
+    // A function-local static constant, not mutable namespace-scope state.
+    static const condition_category_impl instance;
+    return instance;
+}
+
+inline std::error_condition make_error_condition(condition c) noexcept {
+    return {static_cast<int>(c), condition_category()};
+}
+
+/// Whether `ec` is a database error of a durable store: `ec == condition::store_error`.
+inline bool is_store_error(std::error_code ec) noexcept {
+    return ec == make_error_condition(condition::store_error);
+}
+
+/// Whether an operation failed because of the way to the broker rather than because of the
+/// message it carried: `ec == condition::transport_failure` (see `condition` for the codes).
+/// The outbox relay backs off on these instead of counting a row's attempt; a dead-letter scan
+/// stops on them (what it held has gone back to the queue).
+inline bool is_transport_failure(const std::error_code& ec) noexcept {
+    return ec == make_error_condition(condition::transport_failure);
 }
 
 /// The AMQP 0-9-1 reply code for a protocol error, or 0 when `e` is not one.
@@ -345,3 +402,6 @@ public:
 
 template <>
 struct std::is_error_code_enum<letterbox::errc> : std::true_type {};
+
+template <>
+struct std::is_error_condition_enum<letterbox::condition> : std::true_type {};

@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <system_error>
+
 namespace unit_error {
 
 using namespace letterbox;
@@ -65,6 +68,59 @@ TEST_CASE("is_transport_failure separates the way to the broker from the message
                    errc::payload_malformed, errc::store_busy})
         CHECK_FALSE(is_transport_failure(make_error_code(e)));
     CHECK(is_transport_failure(std::make_error_code(std::errc::connection_refused)));
+}
+
+TEST_CASE("the conditions compare equal to the codes of their kind, of any category", "[error]") {
+    static_assert(std::is_error_condition_enum_v<condition>);
+    const std::error_condition store = condition::store_error;
+    const std::error_condition transport = condition::transport_failure;
+    CHECK(store.category() == condition_category());
+    CHECK(std::string(condition_category().name()) == "letterbox.condition");
+    CHECK(store.message() == "store error");
+    CHECK(transport.message() == "transport failure");
+    CHECK(store != transport);
+
+    for (auto e :
+         {errc::store_not_a_database, errc::store_busy, errc::store_full, errc::store_error}) {
+        const std::error_code ec = e;
+        INFO(ec.message());
+        CHECK(ec == condition::store_error);
+        CHECK(ec != condition::transport_failure);
+        CHECK(condition::store_error == ec);
+    }
+    for (auto e : {errc::connection_forced, errc::internal_error, errc::channel_closed,
+                   errc::connection_closed, errc::outcome_unknown, errc::consumer_cancelled,
+                   errc::timed_out, errc::closed}) {
+        const std::error_code ec = e;
+        INFO(ec.message());
+        CHECK(ec == condition::transport_failure);
+        CHECK(ec != condition::store_error);
+    }
+    // The message's own failures are neither.
+    for (auto e : {errc::no_route, errc::publish_nacked, errc::not_found, errc::precondition_failed,
+                   errc::payload_malformed, errc::already_processed, errc::handler_failed}) {
+        const std::error_code ec = e;
+        INFO(ec.message());
+        CHECK(ec != condition::transport_failure);
+        CHECK(ec != condition::store_error);
+    }
+    // A code of another category: a transport failure (sockets, TLS), never a store error, even
+    // with a value in the store range.
+    const std::error_code refused = std::make_error_code(std::errc::connection_refused);
+    CHECK(refused == condition::transport_failure);
+    CHECK(refused != condition::store_error);
+    const std::error_code foreign_400(400, std::generic_category());
+    CHECK(foreign_400 != condition::store_error);
+    // No error is neither.
+    CHECK(std::error_code{} != condition::transport_failure);
+    CHECK(std::error_code{} != condition::store_error);
+    // The thin functions agree with the conditions.
+    for (const std::error_code ec :
+         {std::error_code(errc::store_busy), std::error_code(errc::timed_out),
+          std::error_code(errc::not_found), refused, std::error_code{}}) {
+        CHECK(is_store_error(ec) == (ec == condition::store_error));
+        CHECK(is_transport_failure(ec) == (ec == condition::transport_failure));
+    }
 }
 
 } // namespace unit_error

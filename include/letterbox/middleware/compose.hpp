@@ -93,6 +93,17 @@ inline void check_dedup_window(std::chrono::milliseconds retention,
                     " or shorten the retry schedule");
 }
 
+namespace detail {
+/// The dedup-window check of `compose` and `compose_in_order`: when `h` reports an inbox
+/// retention, refuses it if it is shorter than the layers' redelivery horizon.
+template <class H, class... L>
+void check_retention(H& h, const L&... layers) {
+    if constexpr (requires { h.retention(); })
+        if (const std::optional<std::chrono::milliseconds> r = h.retention())
+            check_dedup_window(*r, redelivery_horizon(layers...));
+}
+} // namespace detail
+
 /// Builds a pipeline around `h` in the documented order (DESIGN §3.6), whatever order the
 /// layers are given in, outermost first:
 ///
@@ -112,9 +123,7 @@ inline void check_dedup_window(std::chrono::milliseconds retention,
 template <class H, layer... L>
 auto compose(H h, L... layers) {
     static_assert(detail::stages_unique<L...>(), "compose: each middleware stage at most once");
-    if constexpr (requires { h.retention(); })
-        if (const std::optional<std::chrono::milliseconds> r = h.retention())
-            check_dedup_window(*r, redelivery_horizon(layers...));
+    detail::check_retention(h, layers...);
     const std::tuple<L...> all(std::move(layers)...);
     auto a = detail::wrap_stage<stage::retry>(std::move(h), all);
     auto b = detail::wrap_stage<stage::redelivery>(std::move(a), all);
@@ -136,9 +145,7 @@ auto wrap_in_order(H h, const First& outer, const Rest&... rest) {
 /// still applies.
 template <class H, layer... L>
 auto compose_in_order(H h, L... layers) {
-    if constexpr (requires { h.retention(); })
-        if (const std::optional<std::chrono::milliseconds> r = h.retention())
-            check_dedup_window(*r, redelivery_horizon(layers...));
+    detail::check_retention(h, layers...);
     return detail::wrap_in_order(std::move(h), layers...);
 }
 

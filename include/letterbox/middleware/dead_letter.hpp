@@ -7,6 +7,8 @@
 #include <letterbox/headers.hpp>
 #include <letterbox/middleware/attempts_before.hpp>
 #include <letterbox/middleware/detail/fault_headers.hpp>
+#include <letterbox/middleware/detail/handler_base.hpp>
+#include <letterbox/middleware/detail/layer_base.hpp>
 #include <letterbox/middleware/detail/run_inner.hpp>
 #include <letterbox/middleware/disposition.hpp>
 #include <letterbox/middleware/handling.hpp>
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace letterbox::middleware {
@@ -48,15 +51,15 @@ struct dead_letter_options {
 
 /// The delivery handler that `dead_letter(...)` makes of `Inner`.
 template <clock Clock, detail::wrappable Inner>
-class dead_letter_handler {
+class dead_letter_handler : public detail::handler_base<Inner> {
 public:
     dead_letter_handler(dead_letter_options o, Clock& clock, Inner inner)
-        : options_(std::move(o))
-        , clock_(&clock)
-        , inner_(std::move(inner)) {}
+        : detail::handler_base<Inner>(std::move(inner))
+        , options_(std::move(o))
+        , clock_(&clock) {}
 
     disposition operator()(const handling& x) {
-        auto r = detail::run_inner(inner_, x);
+        auto r = this->call_inner(x);
         // The consumer's own database failing is not the message's fault: never dead-letter
         // it for that (the consumer requeues it).
         if (!r.failed() || is_store_error(r.failure()->error))
@@ -84,36 +87,28 @@ public:
                                     disposition::purpose::dead_letter);
     }
 
-    const Inner& inner() const noexcept { return inner_; }
-
 private:
     dead_letter_options options_;
     Clock* clock_;
-    Inner inner_;
 };
 
 /// The `dead_letter` layer: `layer(inner)` gives a `dead_letter_handler`.
 template <clock Clock>
-class dead_letter_layer {
+class dead_letter_layer
+    : public detail::layer_base<dead_letter_layer<Clock>, middleware::stage::dead_letter> {
 public:
-    static constexpr middleware::stage stage = middleware::stage::dead_letter;
-
     dead_letter_layer(dead_letter_options o, Clock& clock)
         : options_(std::move(o))
         , clock_(&clock) {}
 
-    template <detail::wrappable Inner>
-    dead_letter_handler<Clock, Inner> wrap(Inner inner) const {
-        return {options_, *clock_, std::move(inner)};
-    }
-    template <detail::wrappable Inner>
-    dead_letter_handler<Clock, Inner> operator()(Inner inner) const {
-        return wrap(std::move(inner));
-    }
-
     const dead_letter_options& options() const noexcept { return options_; }
 
 private:
+    friend detail::layer_base<dead_letter_layer, middleware::stage::dead_letter>;
+    template <class Inner>
+    using handler_type = dead_letter_handler<Clock, Inner>;
+    auto handler_arguments() const { return std::tie(options_, *clock_); }
+
     dead_letter_options options_;
     Clock* clock_;
 };

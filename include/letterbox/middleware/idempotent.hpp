@@ -39,6 +39,8 @@ concept transactional_effect = std::invocable<E&, const message&, U&> &&
     (std::is_void_v<std::invoke_result_t<E&, const message&, U&>> ||
      std::same_as<std::invoke_result_t<E&, const message&, U&>, std::error_code>);
 
+namespace middleware {
+
 /// What an idempotent handler has seen, for metrics and tests.
 struct idempotent_stats {
     /// Messages whose effect was committed with their inbox record.
@@ -309,7 +311,7 @@ private:
 ///
 /// Example:
 ///
-///     auto h = letterbox::idempotent(
+///     auto h = letterbox::middleware::idempotent(
 ///         [&](const letterbox::message& m, letterbox::sqlite::unit_of_work& u) -> std::error_code
 ///         {
 ///             if (auto ec = grant_access(u.connection(), m))            // business write
@@ -330,9 +332,14 @@ typename Inbox::unit_of_work_type >
     return {std::move(effect), inbox, std::move(begin), std::move(consumer_id), clock};
 }
 
-namespace middleware {
-/// The idempotent unit of work is middleware too; `letterbox::idempotent` under this name.
-using letterbox::idempotent;
 } // namespace middleware
+
+/// Compatibility names: the idempotent unit of work lives in `letterbox::middleware` with the
+/// other layers (`retry`, `redelivery`, `dead_letter`); these using-declarations keep the
+/// spellings it had in `letterbox` compiling (`letterbox::idempotent(...)`,
+/// `letterbox::idempotent_handler<...>`, `letterbox::idempotent_stats`).
+using middleware::idempotent;
+using middleware::idempotent_handler;
+using middleware::idempotent_stats;
 
 } // namespace letterbox

@@ -6,6 +6,8 @@
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/middleware/attempts_before.hpp>
 #include <letterbox/middleware/detail/fault_headers.hpp>
+#include <letterbox/middleware/detail/handler_base.hpp>
+#include <letterbox/middleware/detail/layer_base.hpp>
 #include <letterbox/middleware/detail/run_inner.hpp>
 #include <letterbox/middleware/disposition.hpp>
 #include <letterbox/middleware/handling.hpp>
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace letterbox::middleware {
@@ -35,18 +38,18 @@ enum class redelivery_via : std::uint8_t {
 
 /// The delivery handler that `redelivery(...)` makes of `Inner`.
 template <retry_policy Policy, clock Clock, detail::wrappable Inner>
-class redelivery_handler {
+class redelivery_handler : public detail::handler_base<Inner> {
 public:
     redelivery_handler(Policy policy, topology::retry_topology topo, redelivery_via via,
                        Clock& clock, Inner inner)
-        : policy_(std::move(policy))
+        : detail::handler_base<Inner>(std::move(inner))
+        , policy_(std::move(policy))
         , topology_(std::move(topo))
         , via_(via)
-        , clock_(&clock)
-        , inner_(std::move(inner)) {}
+        , clock_(&clock) {}
 
     disposition operator()(const handling& x) {
-        auto r = detail::run_inner(inner_, x);
+        auto r = this->call_inner(x);
         if (!r.failed() || r.failure()->permanent)
             return counted(std::move(r), x);
         handler_failure& f = *r.failure();
@@ -77,8 +80,6 @@ public:
         return disposition::forward(std::move(copy), std::move(f), disposition::purpose::redeliver);
     }
 
-    const Inner& inner() const noexcept { return inner_; }
-
 private:
     // A failure an inner layer marked permanent still gets its broker attempt count.
     static disposition counted(disposition r, const handling& x) {
@@ -91,29 +92,18 @@ private:
     topology::retry_topology topology_;
     redelivery_via via_;
     Clock* clock_;
-    Inner inner_;
 };
 
 /// The `redelivery` layer: `layer(inner)` gives a `redelivery_handler`.
 template <retry_policy Policy, clock Clock>
-class redelivery_layer {
+class redelivery_layer
+    : public detail::layer_base<redelivery_layer<Policy, Clock>, middleware::stage::redelivery> {
 public:
-    static constexpr middleware::stage stage = middleware::stage::redelivery;
-
     redelivery_layer(Policy p, topology::retry_topology topo, Clock& clock, redelivery_via via)
         : policy_(std::move(p))
         , topology_(std::move(topo))
         , clock_(&clock)
         , via_(via) {}
-
-    template <detail::wrappable Inner>
-    redelivery_handler<Policy, Clock, Inner> wrap(Inner inner) const {
-        return {policy_, topology_, via_, *clock_, std::move(inner)};
-    }
-    template <detail::wrappable Inner>
-    redelivery_handler<Policy, Clock, Inner> operator()(Inner inner) const {
-        return wrap(std::move(inner));
-    }
 
     const Policy& policy() const noexcept { return policy_; }
     const topology::retry_topology& topology() const noexcept { return topology_; }
@@ -123,6 +113,11 @@ public:
     std::uint32_t max_attempts() const { return policy_.max_attempts(); }
 
 private:
+    friend detail::layer_base<redelivery_layer, middleware::stage::redelivery>;
+    template <class Inner>
+    using handler_type = redelivery_handler<Policy, Clock, Inner>;
+    auto handler_arguments() const { return std::tie(policy_, topology_, via_, *clock_); }
+
     Policy policy_;
     topology::retry_topology topology_;
     Clock* clock_;

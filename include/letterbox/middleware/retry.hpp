@@ -3,6 +3,8 @@
 
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/middleware/detail/handler_base.hpp>
+#include <letterbox/middleware/detail/layer_base.hpp>
 #include <letterbox/middleware/detail/run_inner.hpp>
 #include <letterbox/middleware/disposition.hpp>
 #include <letterbox/middleware/handling.hpp>
@@ -15,17 +17,18 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace letterbox::middleware {
 
 /// The delivery handler that `retry(policy)` makes of `Inner`. Copies share their counts.
 template <retry_policy Policy, detail::wrappable Inner>
-class retry_handler {
+class retry_handler : public detail::handler_base<Inner> {
 public:
     retry_handler(Policy policy, Inner inner)
-        : policy_(std::move(policy))
-        , inner_(std::move(inner))
+        : detail::handler_base<Inner>(std::move(inner))
+        , policy_(std::move(policy))
         , retried_(std::make_shared<std::atomic<std::uint64_t>>(0)) {}
 
     disposition operator()(const handling& x) {
@@ -33,7 +36,7 @@ public:
         const std::string id = boost::uuids::to_string(x.d.msg.id);
         // Bounded: each pass either returns or moves `run` towards the policy's maximum.
         for (;;) {
-            auto r = detail::run_inner(inner_, handling{x.d, run});
+            auto r = this->call_inner(handling{x.d, run});
             if (!r.failed() || r.failure()->permanent)
                 return r;
             handler_failure& f = *r.failure();
@@ -54,37 +57,29 @@ public:
 
     /// In-process retries so far (runs after the first), shared by copies.
     std::uint64_t retried() const noexcept { return retried_->load(std::memory_order_relaxed); }
-    const Inner& inner() const noexcept { return inner_; }
 
 private:
     Policy policy_;
-    Inner inner_;
     std::shared_ptr<std::atomic<std::uint64_t>> retried_;
 };
 
 /// The `retry` layer: `layer(inner)` or `layer.wrap(inner)` gives a `retry_handler`.
 template <retry_policy Policy>
-class retry_layer {
+class retry_layer : public detail::layer_base<retry_layer<Policy>, middleware::stage::retry> {
 public:
-    static constexpr middleware::stage stage = middleware::stage::retry;
-
     explicit retry_layer(Policy p)
         : policy_(std::move(p)) {}
-
-    template <detail::wrappable Inner>
-    retry_handler<Policy, Inner> wrap(Inner inner) const {
-        return {policy_, std::move(inner)};
-    }
-    template <detail::wrappable Inner>
-    retry_handler<Policy, Inner> operator()(Inner inner) const {
-        return wrap(std::move(inner));
-    }
 
     const Policy& policy() const noexcept { return policy_; }
     /// The longest time one delivery can spend in this layer's delays.
     std::chrono::milliseconds horizon() const { return policy_.horizon(); }
 
 private:
+    friend detail::layer_base<retry_layer, middleware::stage::retry>;
+    template <class Inner>
+    using handler_type = retry_handler<Policy, Inner>;
+    auto handler_arguments() const { return std::tie(policy_); }
+
     Policy policy_;
 };
 

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace unit_middleware_idempotent {
@@ -65,6 +66,22 @@ static_assert(letterbox::handler<decltype(letterbox::idempotent(
                   std::declval<letterbox::in_memory_inbox_store&>(),
                   [] { return letterbox::in_memory_unit_of_work{}; }, "c",
                   std::declval<letterbox::virtual_clock&>()))>);
+
+// The idempotent unit of work lives in letterbox::middleware; its letterbox:: names are
+// using-declarations of the same entities (compatibility names).
+static_assert(std::is_same_v<letterbox::idempotent_stats, letterbox::middleware::idempotent_stats>);
+using effect_fn = void (*)(const letterbox::message&, letterbox::in_memory_unit_of_work&);
+using begin_fn = letterbox::in_memory_unit_of_work (*)();
+static_assert(std::is_same_v<
+              letterbox::idempotent_handler<letterbox::in_memory_inbox_store, begin_fn, effect_fn,
+                                            letterbox::virtual_clock>,
+              letterbox::middleware::idempotent_handler<letterbox::in_memory_inbox_store, begin_fn,
+                                                        effect_fn, letterbox::virtual_clock>>);
+static_assert(std::is_same_v<
+              decltype(letterbox::idempotent<letterbox::in_memory_inbox_store, begin_fn, effect_fn,
+                                             letterbox::virtual_clock>),
+              decltype(letterbox::middleware::idempotent<letterbox::in_memory_inbox_store, begin_fn,
+                                                         effect_fn, letterbox::virtual_clock>)>);
 
 TEST_CASE("idempotent applies the effect once, records the key and skips a redelivery",
           "[middleware][idempotent]") {

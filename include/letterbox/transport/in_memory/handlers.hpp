@@ -14,7 +14,11 @@
 namespace letterbox::in_memory {
 
 /// Called for each `basic.deliver` to a consumer.
-using delivery_handler = std::function<void(const basic_delivery&)>;
+using delivery_callback = std::function<void(const basic_delivery&)>;
+/// Compatibility name of `delivery_callback`, whose name clashed with the
+/// `letterbox::delivery_handler` concept (a handler of letterbox deliveries, not of the
+/// broker's `basic.deliver`).
+using delivery_handler = delivery_callback;
 /// Called when the broker cancels a consumer (its queue was deleted): `basic.cancel`.
 using cancel_handler = std::function<void(const std::string& consumer_tag)>;
 /// Called for each publisher confirm: `basic.ack` (`ack == true`) or `basic.nack`.

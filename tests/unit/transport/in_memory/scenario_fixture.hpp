@@ -68,7 +68,7 @@ struct recorder {
     std::vector<in_memory::basic_delivery> deliveries;
     std::vector<std::string> cancelled;
 
-    in_memory::delivery_handler on_delivery() {
+    in_memory::delivery_callback on_delivery() {
         return [this](const in_memory::basic_delivery& d) {
             deliveries.push_back(d);
         };
