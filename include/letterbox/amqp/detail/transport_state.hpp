@@ -151,6 +151,8 @@ private:
                     int attempts = 3);
     void declare_now(const declaration& d, completion done);
     void record(const declaration& d);
+    /// Declares `d` once connected, and records it for the recovery if the broker accepted it.
+    void declare_and_record(declaration d, completion done);
 
     void pump();
     void setup_publisher(const std::shared_ptr<channel_core>& ch, completion done);
@@ -204,3 +206,7 @@ private:
 } // namespace letterbox::amqp::detail
 
 #include <letterbox/amqp/detail/impl/transport_state.hpp>
+#include <letterbox/amqp/detail/impl/transport_state_consuming.hpp>
+#include <letterbox/amqp/detail/impl/transport_state_publishing.hpp>
+#include <letterbox/amqp/detail/impl/transport_state_settling.hpp>
+#include <letterbox/amqp/detail/impl/transport_state_topology.hpp>

@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -176,6 +177,17 @@ private:
     void browse(const std::string& queue, const parsed_target& t, const respond_fn& respond);
     void get_message(const std::string& queue, const std::string& id, const parsed_target& t,
                      const respond_fn& respond);
+    /// What a replay or a purge acts on: the queue's endpoint and the filter.
+    struct bulk_selection {
+        dlq_endpoint* endpoint;
+        dlq::dead_letter_filter filter;
+    };
+    /// The queue and the filter of a replay or a purge (`route::read_selection`). Responds, and
+    /// returns nothing, when the queue is unknown, the selection is refused, or it has no
+    /// criterion and no `?all=true` (then with 400 `no_criterion` and `no_criterion_message`).
+    std::optional<bulk_selection> select_bulk(const std::string& queue, const parsed_target& t,
+                                              const request& req, const respond_fn& respond,
+                                              std::string_view no_criterion_message) const;
     void replay(const std::string& queue, const parsed_target& t, const request& req,
                 const respond_fn& respond);
     void purge(const std::string& queue, const parsed_target& t, const request& req,
@@ -213,3 +225,6 @@ private:
 
 #include <letterbox/ops/detail/impl/http_session.hpp>
 #include <letterbox/ops/detail/impl/server_state.hpp>
+#include <letterbox/ops/detail/impl/server_state_dlq.hpp>
+#include <letterbox/ops/detail/impl/server_state_outbox.hpp>
+#include <letterbox/ops/detail/impl/server_state_routes.hpp>

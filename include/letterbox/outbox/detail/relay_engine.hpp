@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// The engine of outbox_relay (letterbox/outbox/outbox_relay.hpp), which owns it through a
+// shared pointer.
+//
+// The relay is a callback state machine (Beast-style composed operation, no coroutines): every
+// event (the run starting, a publish outcome, the timer, wake, stop) is a handler on the
+// relay's executor that updates the state and calls `pump`, which does whatever work the state
+// allows and arms the one timer for the next deadline.
+//
+// Settling confirmed rows: with a store that models `outbox_batch_settler`, a confirmed row
+// joins `pending_marks_` and a flush is posted behind the outcomes already queued on the
+// executor, so one `mark_published(ids, ...)` call (one transaction) settles all of them; a
+// full window flushes at once. Other stores, failures (`record_failure`) and retries after a
+// store error settle one row per call (`settle`).
+
+#include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/detail/unique_function.hpp>
+#include <letterbox/error.hpp>
+#include <letterbox/failpoint.hpp>
+#include <letterbox/message.hpp>
+#include <letterbox/outbox/detail/relay_support.hpp>
+#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox/relay_counters.hpp>
+#include <letterbox/outbox/relay_event.hpp>
+#include <letterbox/outbox/relay_options.hpp>
+#include <letterbox/outbox/relay_point.hpp>
+#include <letterbox/store_time.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <span>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace letterbox::detail {
+
+/// The state of an `outbox_relay` and the handlers that drive it, on the transport's executor
+/// (see the top of this file). Held by a shared pointer: the completions of its publishes and
+/// timer waits hold weak ones, so they do nothing once the relay is gone.
+template <class OutboxStore, class Transport, class Clock>
+class relay_engine
+    : public std::enable_shared_from_this<relay_engine<OutboxStore, Transport, Clock>> {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using completion = unique_function<void(std::error_code)>;
+
+    relay_engine(OutboxStore& store, Transport& transport, Clock& clock, relay_options options)
+        : store_(store)
+        , transport_(transport)
+        , clock_(clock)
+        , options_(std::move(options))
+        , ex_(transport.get_executor())
+        , timer_(clock.make_timer(ex_))
+        , jitter_(options_.seed ? *options_.seed : random_seed()) {}
+
+    relay_engine(const relay_engine&) = delete;
+    relay_engine& operator=(const relay_engine&) = delete;
+
+    const executor_type& executor() const noexcept { return ex_; }
+    const std::string& owner() const noexcept { return options_.owner; }
+    relay_counters counters() const noexcept { return cells_.snapshot(); }
+
+    // -- entry points from any thread: they only post ---------------------------------------
+
+    void post_start(completion done) {
+        boost::asio::post(ex_, [weak = this->weak_from_this(), d = std::move(done)]() mutable {
+            if (auto self = weak.lock())
+                self->start(std::move(d));
+            else
+                d(errc::closed); // the relay was destroyed before it could start
+        });
+    }
+
+    void post_wake() { post_weak(ex_, this->weak_from_this(), &relay_engine::on_wake); }
+
+    void post_stop() { post_weak(ex_, this->weak_from_this(), &relay_engine::on_stop); }
+
+    std::function<void()> waker() {
+        return [ex = ex_, weak = this->weak_from_this()] {
+            post_weak(ex, weak, &relay_engine::on_wake);
+        };
+    }
+
+    // -- the relay object's destructor -----------------------------------------------------
+
+    void abort() {
+        if (phase_ != phase::finished)
+            halt(errc::closed);
+    }
+
+private:
+    using clock_time = typename Clock::time_point;
+    using clock_duration = typename Clock::duration;
+    using timer_type = decltype(std::declval<Clock&>().make_timer(
+        std::declval<const boost::asio::any_io_executor&>()));
+
+    enum class phase { ready, running, stopping, finished };
+
+    // The store marks confirmed rows in batches (see the top of this file).
+    static constexpr bool batch_marks = outbox_batch_settler<OutboxStore>;
+
+    // A row whose outcome arrived but whose settlement the store refused with a store error;
+    // retried while the relay runs.
+    struct settlement {
+        outbox_record row;
+        std::error_code outcome;
+    };
+
+    static void post_weak(const executor_type& ex, std::weak_ptr<relay_engine> weak,
+                          void (relay_engine::*member)()) {
+        boost::asio::post(ex, [weak = std::move(weak), member] {
+            if (auto self = weak.lock())
+                ((*self).*member)();
+        });
+    }
+
+    template <class Duration>
+    static clock_duration to_clock(Duration d) {
+        return std::chrono::ceil<clock_duration>(d);
+    }
+    template <class Duration>
+    static store_time::duration to_store(Duration d) {
+        return std::chrono::ceil<store_time::duration>(d);
+    }
+
+    bool active() const noexcept { return phase_ == phase::running || phase_ == phase::stopping; }
+
+    std::size_t window() const noexcept { return probing_ ? 1 : options_.window; }
+
+    // -- handlers ----------------------------------------------------------------------------
+
+    void start(completion done) {
+        if (phase_ != phase::ready) {
+            done(phase_ == phase::finished ? errc::closed : errc::precondition_failed);
+            return;
+        }
+        run_done_ = std::move(done);
+        if (stop_requested_) {
+            finish({});
+            return;
+        }
+        phase_ = phase::running;
+        const auto now = clock_.now();
+        next_poll_ = now + to_clock(options_.poll_interval);
+        if (options_.retention)
+            next_purge_ = now + to_clock(options_.purge_interval);
+        claim_allowed_ = true;
+        refresh_lag();
+        pump();
+    }
+
+    void on_wake() {
+        if (phase_ != phase::running)
+            return;
+        claim_allowed_ = true;
+        pump();
+    }
+
+    void on_stop() {
+        if (phase_ == phase::ready) {
+            stop_requested_ = true;
+            return;
+        }
+        if (phase_ != phase::running)
+            return;
+        phase_ = phase::stopping;
+        stop_deadline_ = clock_.now() + to_clock(options_.stop_timeout);
+        // Rows claimed but not sent: abandoned under their lease.
+        cells_.add(cells_.abandoned, queue_.size());
+        queue_.clear();
+        // One last try for settlements the store refused earlier.
+        while (!unsettled_.empty()) {
+            auto s = std::move(unsettled_.front());
+            unsettled_.pop_front();
+            if (!settle(s))
+                cells_.add(cells_.abandoned);
+            if (phase_ == phase::finished)
+                return;
+        }
+        pump();
+    }
+
+    void on_flush() {
+        flush_posted_ = false;
+        if (!active())
+            return; // halted or finished: confirmed rows not marked stay pending, as in a crash
+        flush_marks();
+        pump();
+    }
+
+    void on_timer(std::uint64_t generation) {
+        if (generation != timer_generation_)
+            return; // a wait that was cancelled or superseded
+        armed_ = false;
+        pump();
+    }
+
+    void on_outcome(const std::shared_ptr<outbox_record>& held, std::error_code ec) {
+        auto it = in_flight_.find(held->msg.id);
+        if (it == in_flight_.end() || it->second != held || !active())
+            return; // abandoned, or the relay halted or stopped: the outcome is ignored
+        outbox_record row = std::move(*it->second);
+        in_flight_.erase(it);
+        cells_.set_in_flight(in_flight_.size());
+
+        if (letterbox::is_transport_failure(ec)) {
+            cells_.add(cells_.transport_failures);
+            if (phase_ == phase::stopping) {
+                cells_.add(cells_.abandoned);
+            } else {
+                requeue(std::move(row));
+                // Probe with one publish at a time until one gets through.
+                probing_ = true;
+                back_off(transport_failures_in_a_row_);
+            }
+            pump();
+            return;
+        }
+        transport_failures_in_a_row_ = 0;
+        probing_ = false;
+        if (ec == errc::no_route)
+            cells_.add(cells_.returned);
+        else if (ec == errc::publish_nacked)
+            cells_.add(cells_.nacked);
+        if (!ec)
+            observe(relay_event::kind::confirmed, row);
+        else if (ec == errc::no_route)
+            observe(relay_event::kind::returned, row);
+        else if (ec == errc::publish_nacked)
+            observe(relay_event::kind::nacked, row);
+        if (failpoint(relay_point::after_confirm, row))
+            return;
+        if constexpr (batch_marks) {
+            if (!ec) {
+                queue_mark(std::move(row));
+                pump();
+                return;
+            }
+        }
+        settlement s{std::move(row), ec};
+        if (!settle(s))
+            keep_unsettled(std::move(s));
+        pump();
+    }
+
+    // -- the work ----------------------------------------------------------------------------
+
+    void observe(relay_event::kind k, const outbox_record& row) {
+        if (options_.on_event)
+            options_.on_event(relay_event{k, row, clock_.wall_now()});
+    }
+
+    void pump() {
+        if (!active())
+            return;
+        if (pumping_) {
+            pump_again_ = true;
+            return;
+        }
+        pumping_ = true;
+        do {
+            pump_again_ = false;
+            step();
+        } while (pump_again_ && active());
+        pumping_ = false;
+        if (active())
+            arm_timer();
+    }
+
+    void step() {
+        const auto now = clock_.now();
+        if (phase_ == phase::stopping) {
+            if (in_flight_.empty() || now >= stop_deadline_) {
+                flush_marks(); // what was confirmed is settled before the stop completes
+                if (phase_ == phase::stopping)
+                    finish({});
+            }
+            return;
+        }
+        if (now >= next_poll_) {
+            next_poll_ = now + to_clock(options_.poll_interval);
+            claim_allowed_ = true;
+            refresh_lag();
+        }
+        while (!retry_due_.empty() && retry_due_.top() <= now) {
+            retry_due_.pop();
+            claim_allowed_ = true;
+        }
+        if (next_purge_ && now >= *next_purge_) {
+            next_purge_ = now + to_clock(options_.purge_interval);
+            purge();
+        }
+        if (paused_until_) {
+            if (now < *paused_until_)
+                return;
+            paused_until_.reset();
+        }
+        if (!settle_unsettled())
+            return;
+        send_queued();
+        if (phase_ != phase::running)
+            return;
+        if (queue_.empty() && in_flight_.size() < window() && claim_allowed_)
+            claim();
+    }
+
+    void claim() {
+        cells_.add(cells_.claims);
+        std::error_code ec;
+        auto rows = store_.claim(options_.owner, options_.batch_size, to_store(options_.lease),
+                                 clock_.wall_now(), ec);
+        if (ec) {
+            cells_.add(cells_.store_errors);
+            back_off(store_failures_in_a_row_);
+            return;
+        }
+        store_failures_in_a_row_ = 0;
+        cells_.add(cells_.claimed, rows.size());
+        // A short batch means the store has nothing more that is due; claim again only when
+        // something may have changed (a wake, a poll, a retry coming due, an aggregate's event
+        // marked published, which lets its next event through).
+        if (rows.size() < options_.batch_size)
+            claim_allowed_ = false;
+        for (auto& row : rows) {
+            if (failpoint(relay_point::after_claim, row))
+                return;
+            // Our own row again, already confirmed and waiting to be settled (its lease expired
+            // in between): the claim renewed our lease, and the pending settlement will settle
+            // it. Publishing it again would only make a duplicate.
+            if (awaits_settlement(row.msg.id))
+                continue;
+            // Our own row again: its lease expired while its publish was still in flight, and
+            // this claim took it over. The lease was the publish's deadline: give up on that
+            // publish (its late outcome is ignored) and publish the row again, rather than
+            // renew the lease forever for a confirm that may never come.
+            if (auto it = in_flight_.find(row.msg.id); it != in_flight_.end()) {
+                in_flight_.erase(it);
+                cells_.set_in_flight(in_flight_.size());
+                cells_.add(cells_.leases_expired);
+            }
+            queue_.push_back(std::move(row));
+        }
+        if (!queue_.empty())
+            pump_again_ = true;
+    }
+
+    void send_queued() {
+        const auto now = clock_.wall_now();
+        while (!queue_.empty() && in_flight_.size() < window()) {
+            outbox_record row = std::move(queue_.front());
+            queue_.pop_front();
+            // A row whose lease ran out may be another relay's now; claim brings it back if not.
+            if (now >= row.lease_expires_at) {
+                cells_.add(cells_.leases_expired);
+                continue;
+            }
+            if (failpoint(relay_point::before_publish, row))
+                return;
+            // The completion shares the row, so the message stays alive until the transport is
+            // done with it, even if the relay is gone by then.
+            auto held = std::make_shared<outbox_record>(std::move(row));
+            in_flight_.insert_or_assign(held->msg.id, held);
+            cells_.set_in_flight(in_flight_.size());
+            cells_.add(cells_.publish_attempts);
+            observe(relay_event::kind::published, *held);
+            transport_.async_publish(held->msg,
+                                     [weak = this->weak_from_this(), held](std::error_code ec) {
+                                         if (auto self = weak.lock())
+                                             self->on_outcome(held, ec);
+                                     });
+            if (failpoint(relay_point::after_publish_sent, *held))
+                return;
+        }
+    }
+
+    // Returns false when the store failed with a store error (the caller keeps the settlement
+    // for a retry); true when the row is settled or no longer ours.
+    bool settle(settlement& s) {
+        const auto now = clock_.wall_now();
+        const auto& row = s.row;
+        std::error_code ec;
+        bool parks = false;
+        if (!s.outcome) {
+            ec = store_.mark_published(row.msg.id, options_.owner, now);
+        } else {
+            const std::uint32_t attempt = row.attempts + 1;
+            const auto wait = backoff_wait(options_.row_retry, attempt, jitter_.next());
+            parks = attempt >= options_.max_attempts;
+            ec = store_.record_failure(row.msg.id, options_.owner, failure_reason(s.outcome),
+                                       now + to_store(wait), options_.max_attempts, now);
+            if (!ec && !parks)
+                retry_due_.push(clock_.now() + to_clock(wait));
+        }
+        switch (count_settled(row, s.outcome, ec, parks)) {
+        case settled::lease_lost:
+            return true;
+        case settled::store_error:
+            count_store_failure();
+            return false;
+        case settled::done:
+            break;
+        }
+        store_failures_in_a_row_ = 0;
+        if (!s.outcome)
+            failpoint(relay_point::after_mark, row);
+        return true;
+    }
+
+    // Counts the store's answer `result` to the settlement of `row` (publish outcome
+    // `outcome`; `parks` when the failure it records parks the row), for `settle` and
+    // `flush_marks` alike; each acts on a store error in its own way.
+    enum class settled { done, lease_lost, store_error };
+
+    settled count_settled(const outbox_record& row, std::error_code outcome, std::error_code result,
+                          bool parks) {
+        if (result == errc::lease_lost || result == errc::record_not_found) {
+            cells_.add(cells_.lease_lost);
+            return settled::lease_lost;
+        }
+        if (result)
+            return settled::store_error;
+        if (outcome) {
+            cells_.add(cells_.failed);
+            if (parks)
+                cells_.add(cells_.parked);
+            return settled::done;
+        }
+        cells_.add(cells_.published);
+        // The aggregate's next event (if any) became claimable.
+        if (!row.aggregate_id.empty())
+            claim_allowed_ = true;
+        return settled::done;
+    }
+
+    // A store call that settled nothing for a store error: counted once per call, and the
+    // relay pauses.
+    void count_store_failure() {
+        cells_.add(cells_.store_errors);
+        back_off(store_failures_in_a_row_);
+    }
+
+    // A settlement the store refused: retried on its own while the relay runs, abandoned when
+    // it is stopping.
+    void keep_unsettled(settlement s) {
+        if (phase_ == phase::stopping)
+            cells_.add(cells_.abandoned);
+        else if (phase_ == phase::running)
+            unsettled_.push_back(std::move(s));
+    }
+
+    bool settle_unsettled() {
+        while (!unsettled_.empty()) {
+            if (!settle(unsettled_.front()) || phase_ != phase::running)
+                return false; // (a halt leaves the containers alone)
+            unsettled_.pop_front();
+        }
+        return true;
+    }
+
+    // Whether the outcome of row `id` is known and its settlement in the store is pending.
+    bool awaits_settlement(const message_id& id) const {
+        const auto same = [&id](const outbox_record& r) {
+            return r.msg.id == id;
+        };
+        return std::any_of(pending_marks_.begin(), pending_marks_.end(), same) ||
+               std::any_of(unsettled_.begin(), unsettled_.end(),
+                           [&same](const settlement& s) { return same(s.row); });
+    }
+
+    // A confirmed row waits for the next batch of marks: the flush posted behind the outcomes
+    // already queued, or at once when a window's worth is waiting.
+    void queue_mark(outbox_record row) {
+        pending_marks_.push_back(std::move(row));
+        if (pending_marks_.size() >= options_.window) {
+            flush_marks();
+            return;
+        }
+        if (!flush_posted_) {
+            flush_posted_ = true;
+            post_weak(ex_, this->weak_from_this(), &relay_engine::on_flush);
+        }
+    }
+
+    // Marks every row of `pending_marks_` published with one store call. Each row is then
+    // handled as `settle` handles one: published (and `after_mark`), lease lost, or, after a
+    // store error, kept for a retry of its own while the relay runs (abandoned when stopping).
+    void flush_marks() {
+        if constexpr (batch_marks) {
+            if (pending_marks_.empty())
+                return;
+            std::vector<outbox_record> batch;
+            batch.swap(pending_marks_);
+            std::vector<message_id> ids;
+            ids.reserve(batch.size());
+            for (const auto& row : batch)
+                ids.push_back(row.msg.id);
+            std::vector<std::error_code> results;
+            std::error_code ec = store_.mark_published(std::span<const message_id>(ids),
+                                                       options_.owner, clock_.wall_now(), results);
+            if (!ec && results.size() != batch.size())
+                ec = errc::internal_error; // a store that broke the contract: retry row by row
+            if (ec)
+                results.assign(batch.size(), ec);
+            bool store_failed = static_cast<bool>(ec);
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (count_settled(batch[i], {}, results[i], false) == settled::store_error) {
+                    // A store error for this row: retried on its own, as a failed mark is.
+                    store_failed = true;
+                    keep_unsettled(settlement{std::move(batch[i]), {}});
+                }
+            }
+            if (store_failed)
+                count_store_failure();
+            else
+                store_failures_in_a_row_ = 0;
+            // Every row of the batch is counted before the first hook runs: a halt at one of
+            // them leaves the counters matching the store.
+            for (std::size_t i = 0; i < batch.size(); ++i)
+                if (!results[i] && failpoint(relay_point::after_mark, batch[i]))
+                    return;
+        }
+    }
+
+    // Back in line, in creation order, for a republish after the pause.
+    void requeue(outbox_record row) {
+        auto at = std::upper_bound(
+            queue_.begin(), queue_.end(), row.sequence,
+            [](std::uint64_t seq, const outbox_record& r) { return seq < r.sequence; });
+        queue_.insert(at, std::move(row));
+    }
+
+    // Pauses sending, claiming and settlement retries. Failures that arrive during a pause
+    // (e.g. every publish of the window failing at once) do not lengthen it.
+    void back_off(std::uint32_t& failures_in_a_row) {
+        const auto now = clock_.now();
+        if (paused_until_ && now < *paused_until_)
+            return;
+        ++failures_in_a_row;
+        paused_until_ = now + to_clock(backoff_wait(options_.transport_retry, failures_in_a_row,
+                                                    jitter_.next()));
+        cells_.add(cells_.backoffs);
+    }
+
+    void refresh_lag() {
+        std::error_code ec;
+        const auto stats = store_.stats(clock_.wall_now(), ec);
+        if (ec) {
+            cells_.add(cells_.store_errors);
+            return;
+        }
+        cells_.lag.store(stats.oldest_pending_age.count(), std::memory_order_relaxed);
+    }
+
+    void purge() {
+        std::error_code ec;
+        const auto purged =
+            store_.purge_published(clock_.wall_now() - to_store(*options_.retention), ec);
+        if (ec) {
+            cells_.add(cells_.store_errors);
+            return;
+        }
+        cells_.add(cells_.purged, purged);
+    }
+
+    bool failpoint(relay_point point, const outbox_record& row) {
+        if constexpr (!failpoints_enabled)
+            return false;
+        if (!options_.failpoint || !options_.failpoint(point, row))
+            return false;
+        halt(errc::internal_error);
+        return true;
+    }
+
+    // -- the one timer -------------------------------------------------------------------------
+
+    void arm_timer() {
+        clock_time deadline = next_poll_;
+        if (phase_ == phase::stopping) {
+            deadline = stop_deadline_;
+        } else {
+            if (paused_until_)
+                deadline = std::min(deadline, *paused_until_);
+            if (!retry_due_.empty())
+                deadline = std::min(deadline, retry_due_.top());
+            if (next_purge_)
+                deadline = std::min(deadline, *next_purge_);
+        }
+        // A wait that fires no later is good enough: the pump it runs re-arms.
+        if (armed_ && armed_at_ <= deadline)
+            return;
+        const auto now = clock_.now();
+        using timer_duration = typename timer_type::duration;
+        const auto wait = deadline > now ? std::chrono::ceil<timer_duration>(deadline - now)
+                                         : timer_duration::zero();
+        const std::uint64_t generation = ++timer_generation_;
+        timer_.expires_after(wait);
+        armed_ = true;
+        armed_at_ = deadline;
+        timer_.async_wait([weak = this->weak_from_this(), generation](boost::system::error_code) {
+            if (auto self = weak.lock())
+                self->on_timer(generation);
+        });
+    }
+
+    // -- ending --------------------------------------------------------------------------------
+
+    // Graceful end: what is still in flight is abandoned (its outcome will be ignored).
+    void finish(std::error_code ec) {
+        cells_.add(cells_.abandoned, in_flight_.size());
+        end(ec);
+    }
+
+    // Abrupt end, as if the process died here: nothing more is called, leases stay held.
+    void halt(std::error_code ec) { end(ec); }
+
+    void end(std::error_code ec) {
+        phase_ = phase::finished;
+        ++timer_generation_;
+        armed_ = false;
+        timer_.cancel();
+        // The containers are left alone: this may run inside a failpoint hook, while a caller
+        // up the stack still refers to one of their rows. Outcomes that arrive later are
+        // ignored.
+        cells_.set_in_flight(0);
+        if (run_done_) {
+            auto done = std::move(run_done_);
+            run_done_ = nullptr;
+            done(ec);
+        }
+    }
+
+    OutboxStore& store_;
+    Transport& transport_;
+    Clock& clock_;
+    const relay_options options_;
+    executor_type ex_;
+    timer_type timer_;
+    jitter_source jitter_;
+    relay_counter_cells cells_;
+
+    phase phase_ = phase::ready;
+    bool stop_requested_ = false;
+    completion run_done_;
+
+    std::deque<outbox_record> queue_; // claimed, not sent yet, creation order
+    std::map<message_id, std::shared_ptr<outbox_record>> in_flight_; // sent, outcome awaited
+    std::deque<settlement> unsettled_;         // outcome known, store refused to settle
+    std::vector<outbox_record> pending_marks_; // confirmed, waiting for the next batch of marks
+    bool flush_posted_ = false;                // an on_flush is queued on the executor
+    bool claim_allowed_ = false;
+    bool probing_ = false;
+    std::uint32_t transport_failures_in_a_row_ = 0;
+    std::uint32_t store_failures_in_a_row_ = 0;
+    std::optional<clock_time> paused_until_;
+
+    clock_time next_poll_{};
+    std::optional<clock_time> next_purge_;
+    std::priority_queue<clock_time, std::vector<clock_time>, std::greater<>> retry_due_;
+    clock_time stop_deadline_{};
+
+    bool armed_ = false;
+    clock_time armed_at_{};
+    std::uint64_t timer_generation_ = 0;
+    bool pumping_ = false;
+    bool pump_again_ = false;
+};
+
+} // namespace letterbox::detail
