@@ -86,7 +86,7 @@ public:
                  consume_completion done);
     void start_delivering(const std::shared_ptr<subscription>& sub);
     void cancel(const std::string& tag, completion done);
-    /// how: 0 ack, 1 nack, 2 reject.
+    /// Acks, nacks or rejects delivery `tag` of `channel` (`requeue` for the last two).
     void settle(std::uint64_t channel, std::uint64_t tag, letterbox::detail::settlement how,
                 bool requeue, completion done);
     void get(const std::string& queue, get_completion done);
