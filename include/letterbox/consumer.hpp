@@ -8,10 +8,10 @@
 #include <letterbox/consume_options.hpp>
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/run_inner.hpp>
+#include <letterbox/disposition.hpp>
 #include <letterbox/error.hpp>
-#include <letterbox/middleware/detail/run_inner.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/steady_clock.hpp>
 
 #include <algorithm>
@@ -191,7 +191,7 @@ private:
             const bool timed = static_cast<bool>(s->options.on_event);
             const auto started = timed ? s->clock->now() : typename Clock::time_point{};
             try {
-                r = middleware::detail::run_inner(s->handler, middleware::handling{*d, run});
+                r = detail::run_inner(s->handler, middleware::handling{*d, run});
             } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
                 middleware::handler_failure f;
                 f.error = errc::internal_error;

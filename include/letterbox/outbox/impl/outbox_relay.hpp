@@ -19,7 +19,7 @@
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/outbox/detail/relay_support.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <boost/asio/associated_executor.hpp>
