@@ -7,11 +7,9 @@
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/consumer_event.hpp>
-#include <letterbox/delivery.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/steady_clock.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
