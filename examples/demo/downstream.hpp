@@ -26,9 +26,9 @@
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/inbox_store.hpp>
 #include <letterbox/steady_clock.hpp>
-#include <letterbox/topology/async_declare_all.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/topology/retry_topology.hpp>
+#include <letterbox/transport/async_declare_all.hpp>
 
 #include <nlohmann/json.hpp>
 

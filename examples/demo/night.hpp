@@ -16,9 +16,9 @@
 
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/ops/letterbox_metrics.hpp>
-#include <letterbox/topology/async_declare_all.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
+#include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory.hpp>
 
 #include <boost/asio/io_context.hpp>

@@ -4,7 +4,7 @@
 // hours ago, one now).
 
 #include <letterbox/message.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
 #include <letterbox/testing/temp_directory.hpp>

@@ -16,9 +16,9 @@
 #include <letterbox/sqlite.hpp>
 
 #include <letterbox/consumer.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handler_failure.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/disposition.hpp>
+#include <letterbox/handler_failure.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/steady_clock.hpp>

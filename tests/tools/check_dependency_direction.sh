@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
-# Checks that dependencies point inward (STYLE 2.4):
-#   - core headers (everything under include/letterbox/ except component folders and umbrellas)
-#     include no component header and no component's third-party headers, nor <sqlite3.h>,
-#     <catch2/...>, <rapidcheck...>, <boost/beast...>, <openssl/...>;
+# Checks that includes only point down the layers (docs/design/layers.md, STYLE 2.4):
+#
+#   0. vocabulary: every header at the root of include/letterbox/ and every header under detail/
+#      and topology/, except the ones listed in `not_vocabulary` below (umbrellas, models of a
+#      concept, the consumer, and forwarding headers kept at an old path);
+#   1. concepts: every header under concepts/;
+#   2. the rest of the core: every other header that belongs to no component (middleware/,
+#      outbox/, inbox/, retry/, dlq/, transport/, impl/, consumer.hpp, ...);
+#   3. components: include/letterbox/<name>/ and <name>.hpp for each <name>=... argument.
+#
+# Rules, each reported on its own:
+#   - vocabulary includes only vocabulary (of letterbox's headers);
+#   - concepts include only vocabulary and concepts (plus the standard library, Boost and
+#     nlohmann, like any core header);
+#   - core headers include no component header and no component's third-party headers, nor
+#     <sqlite3.h>, <catch2/...>, <rapidcheck...>, <boost/beast...>, <openssl/...>;
 #   - a component (include/letterbox/<name>/ and <name>.hpp) includes core, itself and its own
 #     third-party headers, never another component or another component's third-party headers.
+# An include of <letterbox/...> is classified by the path it names, with the same rules.
 #
 # usage: check_dependency_direction.sh <include/letterbox> <component>=<prefix>[,<prefix>...] ...
 #   e.g. check_dependency_direction.sh include/letterbox testing=catch2/,rapidcheck sqlite=sqlite3.h
@@ -17,6 +30,18 @@ if [ $# -lt 1 ] || [ ! -d "$1" ]; then
 fi
 root=${1%/}
 shift
+
+# Headers that sit where the vocabulary lives (the root, detail/, topology/) but above the
+# concepts. Paths relative to include/letterbox/.
+not_vocabulary=(
+    letterbox.hpp                  # the core umbrella
+    clock.hpp                      # umbrella: the clock concept and its models
+    consumer.hpp                   # the consumer, a layer
+    steady_clock.hpp               # a model of `clock`
+    virtual_clock.hpp              # a model of `clock`
+    in_memory_unit_of_work.hpp     # a model of `unit_of_work`
+    topology/async_declare_all.hpp # forwards to transport/async_declare_all.hpp
+)
 
 # Third-party headers that no core header may include, whatever the component table says.
 always_forbidden_in_core=(sqlite3.h catch2/ rapidcheck boost/beast openssl/)
@@ -58,6 +83,30 @@ scan() {
     grep -HnE -- "$regex" "$@" || true
 }
 
+# layer_of <path relative to include/letterbox>: vocabulary, concepts, layer (the rest of the core)
+# or component.
+layer_of() {
+    local relative=$1 name
+    for name in "${components[@]}"; do
+        if [ "$relative" = "$name.hpp" ] || [[ $relative == "$name"/* ]]; then
+            echo component
+            return
+        fi
+    done
+    for name in "${not_vocabulary[@]}"; do
+        if [ "$relative" = "$name" ]; then
+            echo layer
+            return
+        fi
+    done
+    case $relative in
+    concepts/*) echo concepts ;;
+    detail/* | topology/*) echo vocabulary ;;
+    */*) echo layer ;;
+    *) echo vocabulary ;;
+    esac
+}
+
 mapfile -t all_files < <(find "$root" -type f \( -name '*.hpp' -o -name '*.ipp' -o -name '*.h' \) | sort)
 
 core_files=()
@@ -86,6 +135,32 @@ for name in "${components[@]}"; do
 done
 report "core headers must not include components or optional third-party headers" \
     "$(scan "$(include_regex "${core_forbidden[@]}")" "${core_files[@]}")"
+
+# Vocabulary and concepts: no letterbox header from a layer above. Components are left to the
+# rule above, so that each offending line is reported once.
+letterbox_include='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]letterbox/([^>"]+)[>"]'
+upward=""
+vocabulary_count=0
+concepts_count=0
+for file in "${core_files[@]}"; do
+    layer=$(layer_of "${file#"$root"/}")
+    case $layer in
+    vocabulary) vocabulary_count=$((vocabulary_count + 1)) ;;
+    concepts) concepts_count=$((concepts_count + 1)) ;;
+    *) continue ;;
+    esac
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        [[ ${line#*:*:} =~ $letterbox_include ]] || continue
+        target=$(layer_of "${BASH_REMATCH[1]}")
+        case "$layer:$target" in
+        vocabulary:vocabulary | concepts:vocabulary | concepts:concepts | *:component) ;;
+        *) upward+="${upward:+$'\n'}$line   ($layer includes $target)" ;;
+        esac
+    done < <(grep -HnE -- "$letterbox_include" "$file" || true)
+done
+report "vocabulary includes only vocabulary; concepts include only vocabulary and concepts" \
+    "$upward"
 
 # Components: nothing from other components, nor their third-party headers.
 for name in "${components[@]}"; do
@@ -116,4 +191,5 @@ done
 if [ $failures -ne 0 ]; then
     exit 1
 fi
-echo "dependency direction: ok (${#core_files[@]} core headers, components: ${components[*]:-none})"
+echo "dependency direction: ok (${#core_files[@]} core headers: ${vocabulary_count} vocabulary," \
+    "${concepts_count} concepts; components: ${components[*]:-none})"

@@ -9,7 +9,7 @@
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/database_options.hpp>
 #include <letterbox/sqlite/outbox_row_error.hpp>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/disposition.hpp>
+#include <letterbox/handling.hpp>
 
 #include <concepts>
 #include <type_traits>

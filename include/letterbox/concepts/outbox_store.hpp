@@ -3,7 +3,7 @@
 
 #include <letterbox/concepts/unit_of_work.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <concepts>

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/detail/run_inner.hpp>
 #include <letterbox/detail/saturating.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/middleware/detail/duration_text.hpp>
-#include <letterbox/middleware/detail/run_inner.hpp>
+#include <letterbox/middleware/detail/wrappable.hpp>
 #include <letterbox/middleware/stage.hpp>
 
 #include <chrono>

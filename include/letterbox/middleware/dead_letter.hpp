@@ -3,15 +3,16 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
+#include <letterbox/detail/run_inner.hpp>
+#include <letterbox/disposition.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/middleware/attempts_before.hpp>
 #include <letterbox/middleware/detail/fault_headers.hpp>
 #include <letterbox/middleware/detail/handler_base.hpp>
 #include <letterbox/middleware/detail/layer_base.hpp>
-#include <letterbox/middleware/detail/run_inner.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/middleware/detail/wrappable.hpp>
 #include <letterbox/middleware/stage.hpp>
 #include <letterbox/retry/classifier.hpp>
 

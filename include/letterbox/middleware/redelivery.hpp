@@ -4,13 +4,14 @@
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/detail/run_inner.hpp>
+#include <letterbox/disposition.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/middleware/attempts_before.hpp>
 #include <letterbox/middleware/detail/fault_headers.hpp>
 #include <letterbox/middleware/detail/handler_base.hpp>
 #include <letterbox/middleware/detail/layer_base.hpp>
-#include <letterbox/middleware/detail/run_inner.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/middleware/detail/wrappable.hpp>
 #include <letterbox/middleware/stage.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 

@@ -3,11 +3,12 @@
 
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/detail/run_inner.hpp>
+#include <letterbox/disposition.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/middleware/detail/handler_base.hpp>
 #include <letterbox/middleware/detail/layer_base.hpp>
-#include <letterbox/middleware/detail/run_inner.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/middleware/detail/wrappable.hpp>
 #include <letterbox/middleware/stage.hpp>
 
 #include <boost/uuid/uuid_io.hpp>

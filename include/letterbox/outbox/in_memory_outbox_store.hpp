@@ -5,7 +5,7 @@
 #include <letterbox/error.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <cstdint>

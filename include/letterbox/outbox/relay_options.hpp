@@ -3,9 +3,9 @@
 
 #include <letterbox/failpoint.hpp>
 #include <letterbox/outbox/detail/relay_owner.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
 #include <letterbox/outbox/relay_event.hpp>
 #include <letterbox/outbox/relay_point.hpp>
+#include <letterbox/outbox_record.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -3,7 +3,7 @@
 
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/detail/database_state.hpp>
 #include <letterbox/sqlite/outbox_row_error.hpp>

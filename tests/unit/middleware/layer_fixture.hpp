@@ -9,8 +9,8 @@
 #include <letterbox/error.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/disposition.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 
 #include <chrono>

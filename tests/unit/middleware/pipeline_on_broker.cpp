@@ -17,8 +17,8 @@
 #include <letterbox/headers.hpp>
 #include <letterbox/retry/fixed.hpp>
 #include <letterbox/retry/immediate.hpp>
-#include <letterbox/topology/async_declare_all.hpp>
 #include <letterbox/topology/retry_topology.hpp>
+#include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>

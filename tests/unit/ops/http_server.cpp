@@ -14,9 +14,9 @@
 #include <letterbox/ops/readiness.hpp>
 #include <letterbox/ops/relay_lag_check.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 

@@ -7,7 +7,7 @@
 
 #include <letterbox/ops/http_server.hpp>
 
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/database_options.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>

@@ -10,10 +10,10 @@
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
 #include <letterbox/outbox/relay_options.hpp>
 #include <letterbox/outbox/relay_point.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/steady_clock.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>

@@ -4,9 +4,9 @@
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/field_table.hpp>
+#include <letterbox/handler_failure.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/middleware/handler_failure.hpp>
 
 #include <chrono>
 #include <cstdint>

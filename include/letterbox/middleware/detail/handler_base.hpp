@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <letterbox/middleware/detail/run_inner.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
+#include <letterbox/detail/run_inner.hpp>
+#include <letterbox/disposition.hpp>
+#include <letterbox/handling.hpp>
+#include <letterbox/middleware/detail/wrappable.hpp>
 
 #include <utility>
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <letterbox/middleware/detail/run_inner.hpp>
+#include <letterbox/detail/run_inner.hpp>
+#include <letterbox/middleware/detail/wrappable.hpp>
 #include <letterbox/middleware/stage.hpp>
 
 #include <tuple>

@@ -4,7 +4,7 @@
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <optional>

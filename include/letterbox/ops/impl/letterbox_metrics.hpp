@@ -3,7 +3,7 @@
 
 #include <letterbox/ops/letterbox_metrics.hpp>
 
-#include <letterbox/middleware/handler_failure.hpp>
+#include <letterbox/handler_failure.hpp>
 
 #include <cmath>
 #include <optional>

@@ -21,7 +21,7 @@
 #include <letterbox/failpoint.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox/detail/relay_support.hpp>
-#include <letterbox/outbox/outbox_record.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
 #include <letterbox/outbox/relay_event.hpp>
 #include <letterbox/outbox/relay_options.hpp>

@@ -2,15 +2,15 @@
 #pragma once
 
 #include <letterbox/consumer.hpp>
+#include <letterbox/disposition.hpp>
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/failpoint.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
-#include <letterbox/middleware/disposition.hpp>
-#include <letterbox/middleware/handling.hpp>
 #include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
@@ -36,10 +36,10 @@
 #include <letterbox/testing/pipeline_topology.hpp>
 #include <letterbox/testing/simulation.hpp>
 #include <letterbox/testing/temp_directory.hpp>
-#include <letterbox/topology/async_declare_all.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/retry_topology.hpp>
+#include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory/channel.hpp>
 #include <letterbox/transport/in_memory/in_memory_transport.hpp>
 

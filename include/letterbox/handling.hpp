@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+#include <letterbox/delivery.hpp>
+
+#include <cstdint>
+
+namespace letterbox::middleware {
+
+/// One run of a pipeline over one delivery.
+struct handling {
+    /// The delivery being handled: its message, queue and redelivered flag.
+    const delivery& d;
+    /// 1 on the first run of this delivery; the consumer runs it again with `run + 1` after
+    /// a `disposition::retry_in` (in-process retry with a delay).
+    std::uint32_t run = 1;
+};
+
+} // namespace letterbox::middleware
