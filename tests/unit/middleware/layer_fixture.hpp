@@ -6,11 +6,11 @@
 // out, no broker.
 
 #include <letterbox/delivery.hpp>
+#include <letterbox/disposition.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/handling.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/disposition.hpp>
-#include <letterbox/handling.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 
 #include <chrono>

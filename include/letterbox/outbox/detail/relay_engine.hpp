@@ -21,11 +21,11 @@
 #include <letterbox/failpoint.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox/detail/relay_support.hpp>
-#include <letterbox/outbox_record.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
 #include <letterbox/outbox/relay_event.hpp>
 #include <letterbox/outbox/relay_options.hpp>
 #include <letterbox/outbox/relay_point.hpp>
+#include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
