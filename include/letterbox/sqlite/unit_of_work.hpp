@@ -52,7 +52,8 @@ class database;
 ///         return e; // the unit rolls back when destroyed
 ///     if (auto e = outbox.add(uow, {msg, "account", "7"}, clock.wall_now()))
 ///         return e;
-///     uow.on_commit([&relay] { relay.wake(); });
+///     if (auto e = uow.on_commit([&relay] { relay.wake(); }))
+///         return e;
 ///     return uow.commit();
 class unit_of_work {
 public:
