@@ -99,8 +99,8 @@ lb::sqlite::database open_database(const std::string& path) {
     lb::sqlite::database_options o; // WAL and synchronous=NORMAL are the defaults
     auto db = lb::sqlite::database::open(path, o);
     auto uow = db.begin();
-    uow.connection().exec(enrollment_table);
-    uow.commit();
+    expect(!uow.connection().exec(enrollment_table) && !uow.commit(),
+           "create the enrollments table");
     return db;
 }
 
@@ -301,8 +301,9 @@ double drain_letterbox(std::size_t rows) {
     for (std::size_t i = 0; i < rows;) {
         auto uow = db.begin();
         for (std::size_t j = 0; j < 1000 && i < rows; ++j, ++i)
-            outbox.add(uow, enrollment_event(ids, static_cast<std::int64_t>(i)), now);
-        uow.commit();
+            expect(!outbox.add(uow, enrollment_event(ids, static_cast<std::int64_t>(i)), now),
+                   "outbox add");
+        expect(!uow.commit(), "commit");
     }
 
     broker_rig rig;
@@ -393,10 +394,14 @@ latencies latency_outbox(std::size_t commits) {
         const auto event = enrollment_event(ids, static_cast<std::int64_t>(i));
         const auto t0 = wall::now();
         auto uow = db.begin();
-        insert_enrollment(uow, static_cast<std::int64_t>(i), event.aggregate_id);
-        outbox.add(uow, event, rig.clock.wall_now());
-        uow.on_commit(relay.waker());
-        uow.commit();
+        auto ec = insert_enrollment(uow, static_cast<std::int64_t>(i), event.aggregate_id);
+        if (!ec)
+            ec = outbox.add(uow, event, rig.clock.wall_now());
+        if (!ec)
+            ec = uow.on_commit(relay.waker());
+        if (!ec)
+            ec = uow.commit();
+        expect(!ec, "letterbox commit");
         // Confirmed: the relay saw the broker's confirm (and marked the row).
         const auto deadline = t0 + 1s;
         while (relay.counters().published == before && wall::now() < deadline) {
@@ -423,8 +428,10 @@ latencies latency_naive(std::size_t commits) {
         const auto t0 = wall::now();
         {
             auto uow = db.begin();
-            insert_enrollment(uow, static_cast<std::int64_t>(i), event.aggregate_id);
-            uow.commit();
+            auto ec = insert_enrollment(uow, static_cast<std::int64_t>(i), event.aggregate_id);
+            if (!ec)
+                ec = uow.commit();
+            expect(!ec, "naive commit");
         }
         bool confirmed = false;
         rig.transport.async_publish(event.msg, [&](std::error_code) { confirmed = true; });
@@ -457,8 +464,10 @@ std::vector<lb::message> inbox_messages(std::size_t n) {
 lb::sqlite::database grants_database(const std::string& path) {
     auto db = lb::sqlite::database::open(path);
     auto uow = db.begin();
-    uow.connection().exec("CREATE TABLE grants(message_id TEXT NOT NULL, enrollment INTEGER)");
-    uow.commit();
+    expect(!uow.connection().exec(
+               "CREATE TABLE grants(message_id TEXT NOT NULL, enrollment INTEGER)") &&
+               !uow.commit(),
+           "create the grants table");
     return db;
 }
 

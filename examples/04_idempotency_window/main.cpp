@@ -190,7 +190,7 @@ std::optional<double> measure_in_memory(std::size_t count, bool with_inbox) {
         rate = drain(count, [&](virtual_clock& clock) {
             return idempotent(
                 [&book](const message& m, in_memory_unit_of_work& uow) {
-                    uow.on_commit([&book, &m] { book.charge(m); });
+                    return uow.on_commit([&book, &m] { book.charge(m); });
                 },
                 inbox, [] { return in_memory_unit_of_work{}; }, "payments", clock);
         });
@@ -290,7 +290,7 @@ int main() {
     in_memory_inbox_store inbox;
     auto charge = [&](const message& m, in_memory_unit_of_work& uow) {
         // Applied only if the unit commits, together with the inbox record.
-        uow.on_commit([&book, m] { book.charge(m); });
+        return uow.on_commit([&book, m] { book.charge(m); });
     };
     //[idempotency_window
     auto charge_once =

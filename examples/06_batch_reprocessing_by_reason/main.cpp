@@ -271,7 +271,7 @@ int main() {
             throw payments::integrity_error("NOT NULL constraint failed: payments.settled_by");
         // The settlement is the effect: it counts only if the unit (with the inbox record)
         // commits.
-        uow.on_commit([&settlements, n] { ++settlements[n]; });
+        return uow.on_commit([&settlements, n] { ++settlements[n]; });
     };
     in_memory_inbox_store inbox;
     //[worker_pipeline

@@ -314,8 +314,9 @@ int run_parent() {
     {
         auto db = sqlite::database::open(orders_db); // creates the outbox schema
         auto uow = db.begin();
-        uow.connection().exec("CREATE TABLE orders(id INTEGER PRIMARY KEY, item TEXT NOT NULL)");
-        uow.commit();
+        const auto failed = uow.connection().exec(
+            "CREATE TABLE orders(id INTEGER PRIMARY KEY, item TEXT NOT NULL)");
+        check(!failed && !uow.commit(), "create the orders table");
     }
 
     // The broker and the shipping service: they never die in this story.
@@ -336,9 +337,9 @@ int run_parent() {
     {
         auto uow = shipping_db.begin();
         // No unique constraint on purpose: a second effect of one message would be a second row.
-        uow.connection().exec("CREATE TABLE shipments(message_id TEXT NOT NULL, "
-                              "order_id INTEGER NOT NULL)");
-        uow.commit();
+        const auto failed = uow.connection().exec(
+            "CREATE TABLE shipments(message_id TEXT NOT NULL, order_id INTEGER NOT NULL)");
+        check(!failed && !uow.commit(), "create the shipments table");
     }
     sqlite::inbox_store inbox(shipping_db);
     //[shipping_consumer

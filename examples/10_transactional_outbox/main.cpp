@@ -87,7 +87,8 @@ std::error_code confirm_enrollment(sqlite::database& db, sqlite::outbox_store& o
         return ec;                                     // (rolled back on return)
     if (auto ec = outbox.add(uow, event, now))         // ...and its event, same txn
         return ec;
-    uow.on_commit(relay.waker()); // publish now, not at next poll
+    if (auto ec = uow.on_commit(relay.waker())) // publish now, not at next poll
+        return ec;
     return uow.commit();
 }
 //]
@@ -130,17 +131,22 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
 
     auto enrollment_db = sqlite::database::open((dir / "enrollment.db").string());
     sqlite::unit_of_work setup = enrollment_db.begin();
-    setup.connection().exec("CREATE TABLE enrollments(id INTEGER PRIMARY KEY, student TEXT, "
-                            "course TEXT)");
-    setup.commit();
+    if (auto ec = setup.connection().exec(
+            "CREATE TABLE enrollments(id INTEGER PRIMARY KEY, student TEXT, course TEXT)"))
+        throw letterbox::error(ec, "create the enrollments table");
+    if (auto ec = setup.commit())
+        throw letterbox::error(ec, "commit the enrollments table");
     sqlite::outbox_store outbox(enrollment_db);
     message_id_generator ids;
 
     // The access service: its own database, its inbox, and a consumer that acks after commit.
     auto access_db = sqlite::database::open((dir / "access.db").string());
     sqlite::unit_of_work access_setup = access_db.begin();
-    access_setup.connection().exec("CREATE TABLE grants(enrollment INTEGER, student TEXT)");
-    access_setup.commit();
+    if (auto ec =
+            access_setup.connection().exec("CREATE TABLE grants(enrollment INTEGER, student TEXT)"))
+        throw letterbox::error(ec, "create the grants table");
+    if (auto ec = access_setup.commit())
+        throw letterbox::error(ec, "commit the grants table");
     sqlite::inbox_store inbox(access_db);
     in_memory_transport access_transport(broker, "access-service");
 
@@ -156,7 +162,7 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
         st->bind_text(2, event.at("student").get<std::string>());
         if (auto failed = st->execute())
             throw letterbox::error(failed, "insert grant");
-        uow.on_commit([event] {
+        return uow.on_commit([event] {
             std::printf("access-service: access granted to %s for enrollment %lld\n",
                         event.at("student").get<std::string>().c_str(),
                         static_cast<long long>(event.at("enrollment").get<std::int64_t>()));
@@ -174,8 +180,10 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
     broker.go_down(); // a failover: the broker is unreachable for a moment
     {
         sqlite::unit_of_work uow = enrollment_db.begin();
-        insert_enrollment(uow, 1, "ana");
-        uow.commit();
+        if (auto ec = insert_enrollment(uow, 1, "ana"))
+            throw letterbox::error(ec, "insert enrollment 1");
+        if (auto ec = uow.commit())
+            throw letterbox::error(ec, "commit enrollment 1");
         std::printf("enrollment-service: enrollment 1 committed\n");
         message event = make_message(ids, "enrollment.confirmed", "enrollments",
                                      "enrollment.confirmed", nlohmann::json{{"enrollment", 1}});

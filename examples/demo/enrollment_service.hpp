@@ -164,9 +164,11 @@ private:
         if (auto ec = outbox_.add(uow, entry, clock_->wall_now())) // ...and its event
             throw letterbox::error(ec, "outbox");
         const bool dies = hooks_.dies_after_commit(id);
-        if (!dies)
-            uow.on_commit(relay_->waker()); // publish now, not at the next poll
-        if (auto ec = uow.commit())         // both, or neither
+        if (!dies) { // publish now, not at the next poll
+            if (auto ec = uow.on_commit(relay_->waker()))
+                throw letterbox::error(ec, "on_commit");
+        }
+        if (auto ec = uow.commit()) // both, or neither
             throw letterbox::error(ec, "commit");
         //]
         if (dies) {

@@ -23,7 +23,7 @@ namespace detail {
 class fault_counter {
 public:
     /// Counts one operation; returns the injected error if this is the one to fail.
-    std::error_code next() {
+    [[nodiscard]] std::error_code next() {
         const std::size_t index = count_++;
         if (fail_at_ && *fail_at_ == index) {
             fail_at_.reset();
@@ -91,15 +91,15 @@ public:
     /// injected with a store's `fail_nth`), in which case nothing was applied. Either way the
     /// unit is finished afterwards. An exception thrown by a callback propagates after the
     /// writes were applied; the remaining callbacks do not run.
-    std::error_code commit();
+    [[nodiscard]] std::error_code commit();
 
     /// Discards the staged writes and callbacks. Returns `errc::transaction_closed` if the
     /// unit is already finished.
-    std::error_code rollback();
+    [[nodiscard]] std::error_code rollback();
 
     /// Registers `f` to run after a successful commit. Returns `errc::transaction_closed` if
     /// the unit is already finished (then `f` never runs).
-    std::error_code on_commit(std::function<void()> f);
+    [[nodiscard]] std::error_code on_commit(std::function<void()> f);
 
     /// Whether neither `commit()` nor `rollback()` has been called.
     bool is_open() const noexcept { return open_; }
@@ -113,8 +113,9 @@ public:
     /// unit (see `has_staged`). At commit, `validate` runs under the store's mutex and may
     /// refuse the whole commit; then `apply` runs under the same lock and must not fail.
     /// Returns `errc::transaction_closed` if the unit is finished.
-    std::error_code stage(detail::in_memory_participant& store, std::string key,
-                          std::function<std::error_code()> validate, std::function<void()> apply);
+    [[nodiscard]] std::error_code stage(detail::in_memory_participant& store, std::string key,
+                                        std::function<std::error_code()> validate,
+                                        std::function<void()> apply);
 
     /// Whether `store` already staged a write with `key` in this unit.
     bool has_staged(const detail::in_memory_participant& store, std::string_view key) const;

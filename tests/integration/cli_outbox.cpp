@@ -55,7 +55,7 @@ struct outbox_world {
         e.aggregate_id = aggregate;
         auto uow = db.begin();
         REQUIRE_FALSE(store.add(uow, e, now - std::chrono::hours{3}));
-        uow.commit();
+        REQUIRE_FALSE(uow.commit());
         return e.msg.id;
     }
 

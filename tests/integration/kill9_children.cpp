@@ -165,11 +165,14 @@ TEST_CASE("kill9 child: consumer", "[.kill9_child]") {
     std::uint64_t commit_hits = 0;
     auto begin = [&] {
         auto u = db.begin();
-        if (fp && fp->point == kill9::consumer_after_commit)
-            u.on_commit([&] {
+        if (fp && fp->point == kill9::consumer_after_commit) {
+            const auto ec = u.on_commit([&] {
                 if (++commit_hits == fp->hit)
                     ::raise(SIGKILL); // committed, never acknowledged: the broker redelivers
             });
+            if (ec) // the failure of the delivery, like any store error (handler below)
+                throw letterbox::error(ec, "on_commit");
+        }
         return u;
     };
     auto applied = letterbox::idempotent(effect, inbox, begin, kill9::consumer_id, clock);

@@ -90,7 +90,7 @@ run_outcome run_once(std::uint64_t seed, key_mode mode, const std::vector<planne
         REQUIRE(p != nullptr);
         if (attempts[m.body]++ < p->failures_first)
             throw std::runtime_error("the ledger is briefly unavailable");
-        u.on_commit([&out, body = m.body] { ++out.effects[body]; });
+        return u.on_commit([&out, body = m.body] { ++out.effects[body]; });
     };
     const auto base = letterbox::idempotent(
         effect, inbox, [] { return letterbox::in_memory_unit_of_work{}; }, "orders", w.clock);

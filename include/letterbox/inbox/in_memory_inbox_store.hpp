@@ -45,8 +45,9 @@ public:
     /// `errc::already_processed` when the key is recorded or already staged in `uow`,
     /// `errc::missing_idempotency_key` for the nil id (nothing is staged), or
     /// `errc::transaction_closed` when `uow` is finished.
-    std::error_code try_record(in_memory_unit_of_work& uow, std::string_view consumer_id,
-                               const message_id& id, store_time now);
+    [[nodiscard]] std::error_code try_record(in_memory_unit_of_work& uow,
+                                             std::string_view consumer_id, const message_id& id,
+                                             store_time now);
 
     /// Whether (`consumer_id`, `id`) is recorded (committed).
     bool contains(std::string_view consumer_id, const message_id& id, std::error_code& ec);

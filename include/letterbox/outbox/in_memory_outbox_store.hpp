@@ -39,8 +39,10 @@ namespace letterbox {
 ///
 ///     letterbox::in_memory_outbox_store outbox;
 ///     letterbox::in_memory_unit_of_work uow;
-///     outbox.add(uow, {msg, "order", "42"}, clock.wall_now());
-///     uow.commit();
+///     if (auto ec = outbox.add(uow, {msg, "order", "42"}, clock.wall_now()))
+///         return ec; // ignored, the commit below would commit without the event
+///     if (auto ec = uow.commit())
+///         return ec;
 ///     std::error_code ec;
 ///     auto batch = outbox.claim("relay-1", 100, std::chrono::seconds(30), clock.wall_now(), ec);
 class in_memory_outbox_store {
@@ -57,7 +59,8 @@ public:
     /// again at commit), `errc::precondition_failed` for a nil id, `errc::payload_malformed`
     /// for a body invalid for its content type (`validate_payload`), or
     /// `errc::transaction_closed` when `uow` is finished.
-    std::error_code add(in_memory_unit_of_work& uow, const outbox_entry& entry, store_time now);
+    [[nodiscard]] std::error_code add(in_memory_unit_of_work& uow, const outbox_entry& entry,
+                                      store_time now);
 
     /// Leases up to `max_rows` claimable rows to `owner` until `now + lease`, in creation
     /// order, at most one per aggregate (see `outbox_store` for the rules). An empty `owner`
@@ -67,25 +70,27 @@ public:
                                      std::error_code& ec);
 
     /// Marks a row leased by `owner` as published at `now`.
-    std::error_code mark_published(const message_id& id, std::string_view owner, store_time now);
+    [[nodiscard]] std::error_code mark_published(const message_id& id, std::string_view owner,
+                                                 store_time now);
 
     /// Marks the rows `ids` leased by `owner` as published at `now`, as one operation (one
     /// lock, one count for `fail_nth`): `outbox_batch_settler`. `results` gets each row's
     /// outcome; an injected fault fails the whole batch with no effect.
-    std::error_code mark_published(std::span<const message_id> ids, std::string_view owner,
-                                   store_time now, std::vector<std::error_code>& results);
+    [[nodiscard]] std::error_code mark_published(std::span<const message_id> ids,
+                                                 std::string_view owner, store_time now,
+                                                 std::vector<std::error_code>& results);
 
     /// Records a failed attempt by `owner`: retried at `next_attempt_at`, or parked once
     /// `max_attempts` is reached.
-    std::error_code record_failure(const message_id& id, std::string_view owner,
-                                   std::string_view error, store_time next_attempt_at,
-                                   std::uint32_t max_attempts, store_time now);
+    [[nodiscard]] std::error_code record_failure(const message_id& id, std::string_view owner,
+                                                 std::string_view error, store_time next_attempt_at,
+                                                 std::uint32_t max_attempts, store_time now);
 
     /// Parks a pending row with `reason`.
-    std::error_code park(const message_id& id, std::string_view reason);
+    [[nodiscard]] std::error_code park(const message_id& id, std::string_view reason);
 
     /// Makes a parked row pending again, due at `now`, with its attempts reset.
-    std::error_code unpark(const message_id& id, store_time now);
+    [[nodiscard]] std::error_code unpark(const message_id& id, store_time now);
 
     /// Drops every lease that expired at or before `now`; returns how many.
     std::size_t release_expired_leases(store_time now, std::error_code& ec);

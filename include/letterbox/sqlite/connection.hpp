@@ -75,7 +75,7 @@ public:
     sqlite3* native_handle() const noexcept { return state_ ? state_->db : nullptr; }
 
     /// Runs one or more `;`-separated statements without parameters, discarding any rows.
-    std::error_code exec(std::string_view sql);
+    [[nodiscard]] std::error_code exec(std::string_view sql);
 
     /// Borrows the cached prepared statement for `sql`, compiling it on first use. The borrow
     /// resets the statement and clears its bindings when it ends, so its read transaction never
@@ -125,7 +125,7 @@ private:
         }
     };
 
-    std::error_code run_setup(std::string_view sql);
+    [[nodiscard]] std::error_code run_setup(std::string_view sql);
     /// Runs a pragma that returns its new value (journal_mode) and returns that value.
     std::string query_text(std::string_view sql, std::error_code& ec);
 

@@ -38,11 +38,13 @@ namespace letterbox::sqlite {
 ///
 ///     letterbox::sqlite::inbox_store inbox(db);
 ///     auto uow = db.begin();
-///     if (inbox.try_record(uow, "billing", delivery.msg.id, clock.wall_now()) ==
-///         letterbox::errc::already_processed)
+///     const auto ec = inbox.try_record(uow, "billing", delivery.msg.id, clock.wall_now());
+///     if (ec == letterbox::errc::already_processed)
 ///         return ack(); // a duplicate: the effect already happened
+///     if (ec)
+///         return ec; // the unit rolls back when destroyed
 ///     apply_effect(uow.connection(), delivery.msg);
-///     uow.commit();
+///     return uow.commit();
 class inbox_store {
 public:
     using inbox_store_concept = inbox_store_tag;
@@ -59,8 +61,8 @@ public:
     /// written, the unit stays usable), `errc::transaction_closed` when `uow` is finished,
     /// `errc::precondition_failed` for a unit of another database, or a database error
     /// (which fails the unit).
-    std::error_code try_record(unit_of_work& uow, std::string_view consumer_id,
-                               const message_id& id, store_time now) {
+    [[nodiscard]] std::error_code try_record(unit_of_work& uow, std::string_view consumer_id,
+                                             const message_id& id, store_time now) {
         if (!db_)
             return errc::closed;
         if (id.is_nil()) // every id-less message has it: recording it would merge them all

@@ -57,9 +57,12 @@ namespace letterbox::sqlite {
 ///     auto db = letterbox::sqlite::database::open("orders.db");
 ///     letterbox::sqlite::outbox_store outbox(db);
 ///     auto uow = db.begin();
-///     uow.connection().exec("INSERT INTO orders(id) VALUES (42)");
-///     outbox.add(uow, {msg, "order", "42"}, clock.wall_now());
-///     uow.commit();
+///     if (auto ec = uow.connection().exec("INSERT INTO orders(id) VALUES (42)"))
+///         return ec; // the unit rolls back when destroyed
+///     if (auto ec = outbox.add(uow, {msg, "order", "42"}, clock.wall_now()))
+///         return ec; // ignored, the commit below would commit the order without its event
+///     if (auto ec = uow.commit())
+///         return ec;
 ///     std::error_code ec;
 ///     auto batch = outbox.claim("relay-1", 256, std::chrono::seconds(30), clock.wall_now(), ec);
 class outbox_store {
@@ -79,7 +82,7 @@ public:
     /// (`validate_payload`), `errc::payload_unencodable` for headers nested more than 100
     /// levels deep, `errc::transaction_closed` when `uow` is finished, or a database error
     /// (which fails the unit, see `unit_of_work`).
-    std::error_code add(unit_of_work& uow, const outbox_entry& entry, store_time now);
+    [[nodiscard]] std::error_code add(unit_of_work& uow, const outbox_entry& entry, store_time now);
 
     /// Leases up to `max_rows` claimable rows to `owner` until `now + lease`, in sequence
     /// order, at most one per aggregate, in one transaction. An empty `owner` fails with
@@ -89,7 +92,8 @@ public:
                                      std::error_code& ec);
 
     /// Marks a row leased by `owner` as published at `now`.
-    std::error_code mark_published(const message_id& id, std::string_view owner, store_time now);
+    [[nodiscard]] std::error_code mark_published(const message_id& id, std::string_view owner,
+                                                 store_time now);
 
     /// Marks the rows `ids` leased by `owner` as published at `now`, in **one** transaction
     /// (the optional `outbox_batch_settler` capability, which `outbox_relay` uses when a store
@@ -98,20 +102,21 @@ public:
     /// `results` gets one outcome per id: success, `errc::lease_lost` or
     /// `errc::record_not_found`. On a database error nothing is marked, the error is returned
     /// and every element of `results` holds it.
-    std::error_code mark_published(std::span<const message_id> ids, std::string_view owner,
-                                   store_time now, std::vector<std::error_code>& results);
+    [[nodiscard]] std::error_code mark_published(std::span<const message_id> ids,
+                                                 std::string_view owner, store_time now,
+                                                 std::vector<std::error_code>& results);
 
     /// Records a failed attempt by `owner`: retried at `next_attempt_at`, or parked once
     /// `max_attempts` is reached.
-    std::error_code record_failure(const message_id& id, std::string_view owner,
-                                   std::string_view error, store_time next_attempt_at,
-                                   std::uint32_t max_attempts, store_time now);
+    [[nodiscard]] std::error_code record_failure(const message_id& id, std::string_view owner,
+                                                 std::string_view error, store_time next_attempt_at,
+                                                 std::uint32_t max_attempts, store_time now);
 
     /// Parks a pending (or parked) row with `reason`.
-    std::error_code park(const message_id& id, std::string_view reason);
+    [[nodiscard]] std::error_code park(const message_id& id, std::string_view reason);
 
     /// Makes a parked row pending again, due at `now`, with its attempts reset.
-    std::error_code unpark(const message_id& id, store_time now);
+    [[nodiscard]] std::error_code unpark(const message_id& id, store_time now);
 
     /// Drops every lease that expired at or before `now`; returns how many.
     std::size_t release_expired_leases(store_time now, std::error_code& ec);
@@ -144,7 +149,8 @@ private:
 
     /// After an UPDATE by id changed nothing: `errc::record_not_found` if the id is unknown,
     /// else `otherwise`.
-    static std::error_code classify_miss(connection& c, std::string_view id, errc otherwise);
+    [[nodiscard]] static std::error_code classify_miss(connection& c, std::string_view id,
+                                                       errc otherwise);
 
     std::shared_ptr<detail::database_state> db_;
 };

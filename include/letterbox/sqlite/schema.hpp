@@ -70,7 +70,7 @@ public:
     /// is already there. Returns `errc::store_schema_too_new` for a newer database,
     /// `errc::store_busy` when another writer holds the lock past the busy timeout (the
     /// caller may retry), or the error of a failed step (rolled back).
-    static std::error_code migrate(connection& conn);
+    [[nodiscard]] static std::error_code migrate(connection& conn);
 };
 
 } // namespace letterbox::sqlite

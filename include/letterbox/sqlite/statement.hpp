@@ -134,7 +134,7 @@ public:
     }
 
     /// Steps the statement to its end, discarding any rows; for statements that write.
-    std::error_code execute() noexcept {
+    [[nodiscard]] std::error_code execute() noexcept {
         std::error_code ec;
         while (step(ec)) {
         }

@@ -52,7 +52,8 @@ class database;
 ///         return e; // the unit rolls back when destroyed
 ///     if (auto e = outbox.add(uow, {msg, "account", "7"}, clock.wall_now()))
 ///         return e;
-///     uow.on_commit([&relay] { relay.wake(); });
+///     if (auto e = uow.on_commit([&relay] { relay.wake(); }))
+///         return e;
 ///     return uow.commit();
 class unit_of_work {
 public:
@@ -92,15 +93,15 @@ public:
     /// failed store write (the unit was failed, nothing is committed); or the error of a failed
     /// `COMMIT`, after rolling back. Either way the unit is finished afterwards. An exception
     /// thrown by a callback propagates after the commit; the remaining callbacks do not run.
-    std::error_code commit();
+    [[nodiscard]] std::error_code commit();
 
     /// Rolls back and discards the callbacks. Returns `errc::transaction_closed` if the unit
     /// is already finished.
-    std::error_code rollback();
+    [[nodiscard]] std::error_code rollback();
 
     /// Registers `f` to run after a successful commit (to wake a relay, say). Returns
     /// `errc::transaction_closed` if the unit is finished (then `f` never runs).
-    std::error_code on_commit(std::function<void()> f);
+    [[nodiscard]] std::error_code on_commit(std::function<void()> f);
 
     /// Whether neither `commit()` nor `rollback()` has been called.
     bool is_open() const noexcept { return open_; }
@@ -119,7 +120,7 @@ public:
     /// Whether a store of the database `db` may write into this unit: success, or
     /// `errc::transaction_closed` (finished), the unit's failure (see above), or
     /// `errc::precondition_failed` (the unit belongs to another database).
-    std::error_code check_writable(const detail::database_state& db) const noexcept {
+    [[nodiscard]] std::error_code check_writable(const detail::database_state& db) const noexcept {
         if (!open_)
             return errc::transaction_closed;
         if (failure_)

@@ -17,8 +17,8 @@ struct inbox_store_archetype {
     using inbox_store_concept = inbox_store_tag;
     using unit_of_work_type = unit_of_work_archetype;
 
-    std::error_code try_record(unit_of_work_type&, std::string_view, const message_id&,
-                               store_time) {
+    [[nodiscard]] std::error_code try_record(unit_of_work_type&, std::string_view,
+                                             const message_id&, store_time) {
         return {};
     }
     bool contains(std::string_view, const message_id&, std::error_code&) { return {}; }

@@ -20,19 +20,24 @@ struct outbox_store_archetype {
     using outbox_store_concept = outbox_store_tag;
     using unit_of_work_type = unit_of_work_archetype;
 
-    std::error_code add(unit_of_work_type&, const outbox_entry&, store_time) { return {}; }
+    [[nodiscard]] std::error_code add(unit_of_work_type&, const outbox_entry&, store_time) {
+        return {};
+    }
     std::vector<outbox_record> claim(std::string_view, std::size_t, store_time::duration,
                                      store_time, std::error_code&) {
         return {};
     }
     std::size_t release_expired_leases(store_time, std::error_code&) { return {}; }
-    std::error_code mark_published(const message_id&, std::string_view, store_time) { return {}; }
-    std::error_code record_failure(const message_id&, std::string_view, std::string_view,
-                                   store_time, std::uint32_t, store_time) {
+    [[nodiscard]] std::error_code mark_published(const message_id&, std::string_view, store_time) {
         return {};
     }
-    std::error_code park(const message_id&, std::string_view) { return {}; }
-    std::error_code unpark(const message_id&, store_time) { return {}; }
+    [[nodiscard]] std::error_code record_failure(const message_id&, std::string_view,
+                                                 std::string_view, store_time, std::uint32_t,
+                                                 store_time) {
+        return {};
+    }
+    [[nodiscard]] std::error_code park(const message_id&, std::string_view) { return {}; }
+    [[nodiscard]] std::error_code unpark(const message_id&, store_time) { return {}; }
     std::size_t purge_published(store_time, std::error_code&) { return {}; }
     std::optional<outbox_record> find(const message_id&, std::error_code&) { return {}; }
     std::vector<outbox_record> list(const outbox_query&, std::error_code&) { return {}; }

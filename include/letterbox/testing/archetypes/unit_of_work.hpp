@@ -14,9 +14,9 @@ namespace letterbox::testing {
 //[unit_of_work_archetype
 struct unit_of_work_archetype {
     unit_of_work_archetype(unit_of_work_archetype&&) = default;
-    std::error_code commit() { return {}; }
-    std::error_code rollback() { return {}; }
-    std::error_code on_commit(std::function<void()>) { return {}; }
+    [[nodiscard]] std::error_code commit() { return {}; }
+    [[nodiscard]] std::error_code rollback() { return {}; }
+    [[nodiscard]] std::error_code on_commit(std::function<void()>) { return {}; }
 };
 //]
 

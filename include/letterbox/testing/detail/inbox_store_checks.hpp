@@ -170,7 +170,8 @@ void inbox_check_concurrent_threads_one_commits(inbox_store_harness<Store>& h) {
             if (side_ec) {
                 errors[who] = "side record: " + describe(side_ec);
             } else if (ec == errc::already_processed) {
-                u.rollback();
+                if (const auto r = u.rollback())
+                    errors[who] = "rollback: " + describe(r);
                 outcomes[who] = outcome::duplicate_at_record;
             } else if (ec) {
                 errors[who] = "try_record: " + describe(ec);
