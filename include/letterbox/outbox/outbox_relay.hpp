@@ -95,7 +95,8 @@ class relay_engine;
 ///     // In a business transaction: the relay wakes when it commits.
 ///     if (auto ec = outbox.add(uow, {order_placed, "order", order_id}, clock.wall_now()))
 ///         return ec; // the unit rolls back: no order without its event
-///     uow.on_commit(relay.waker());
+///     if (auto ec = uow.on_commit(relay.waker()))
+///         return ec;
 ///     return uow.commit();
 ///     // At shutdown:
 ///     relay.stop();
