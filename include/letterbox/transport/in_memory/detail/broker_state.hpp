@@ -267,6 +267,8 @@ private:
 
     void drop_head_while_over(queue_state& q);
 
+    // ---- helpers: expiry ---------------------------------------------------------------
+
     // Expired messages leave only from the head of the queue (RMQ-TTL-04).
     void expire_heads(queue_state& q, std::int64_t t);
 
@@ -278,6 +280,8 @@ private:
     // period again (rabbit_amqqueue_process:ensure_expiry_timer). A timer that fires while the
     // queue has consumers does nothing: the last one to leave starts a new period.
     void touch(queue_state& q);
+
+    // ---- helpers: delivery -------------------------------------------------------------
 
     // After anything that changes a queue: deliver what can be delivered, expire the head,
     // re-arm the expiry timer. A just-published message with TTL 0 may still reach a waiting
@@ -312,6 +316,8 @@ private:
     void release(channel_state& ch, unacked_entry& e);
 
     static void compact(channel_state& ch);
+
+    // ---- helpers: returns --------------------------------------------------------------
 
     void requeue_all(channel_state& ch, return_kind how);
 
