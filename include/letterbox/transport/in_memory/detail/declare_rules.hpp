@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// What RabbitMQ 3.10 checks when an exchange or a queue is declared again, or a quorum queue is
-// declared, and the texts it answers with. Private to the in-memory broker (broker_state.hpp).
+// What RabbitMQ 3.10 checks when an exchange or a queue is declared again, a quorum queue is
+// declared, or a headers exchange is bound, and the texts it answers with. Private to the
+// in-memory broker (broker_state.hpp).
 // Each rule was compared with a real 3.10.8 broker by tests/integration/amqp_differential.cpp.
 
 #include <letterbox/field_table.hpp>
@@ -157,6 +158,24 @@ inline std::optional<std::string> alternate_exchange_of(const field_table& argum
         if (const auto* s = v->get_if<std::string>())
             return *s;
     return std::nullopt;
+}
+
+// RMQ-RT-10, rabbit_exchange_type_headers:validate_binding: `x-match` must be a longstr
+// naming one of the four modes (3.10 has all-with-x and any-with-x, §0.3 fact 12), else the
+// binding is refused with 406. The texts follow RabbitMQ's format strings (not yet checked
+// against a 3.10.8 broker).
+inline std::string invalid_x_match(const field_table& args) {
+    const auto* v = args.find("x-match");
+    if (!v)
+        return {};
+    const auto* mode = v->get_if<std::string>();
+    if (!mode)
+        return "Invalid x-match field type " + std::string(amqp_type_text(*v)) +
+               "; expected longstr";
+    if (*mode == "all" || *mode == "any" || *mode == "all-with-x" || *mode == "any-with-x")
+        return {};
+    return "Invalid x-match field value <<\"" + *mode +
+           "\">>; expected all, any, all-with-x, or any-with-x";
 }
 
 } // namespace letterbox::in_memory::detail

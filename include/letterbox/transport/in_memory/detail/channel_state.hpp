@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// The client side of the in-memory broker: connections, their channels, the deliveries a
+// channel holds unacknowledged and the consumers it runs. Private to the in-memory broker
+// (broker_state.hpp).
+
+#include <letterbox/transport/in_memory/close_reason.hpp>
+#include <letterbox/transport/in_memory/detail/envelope.hpp>
+#include <letterbox/transport/in_memory/detail/queue_state.hpp>
+#include <letterbox/transport/in_memory/handlers.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace letterbox::in_memory::detail {
+
+struct channel_state;
+struct connection_state;
+
+struct consumer_state {
+    std::string tag;
+    std::weak_ptr<queue_state> queue;
+    channel_state* channel = nullptr;
+    std::uint32_t prefetch = 0;
+    bool no_ack = false;
+    bool exclusive = false;
+    bool active = true;
+    std::uint32_t outstanding = 0;
+    delivery_handler on_delivery;
+    cancel_handler on_cancel;
+};
+
+struct unacked_entry {
+    std::uint64_t tag = 0;
+    std::shared_ptr<queue_state> queue;
+    queued m;
+    std::shared_ptr<consumer_state> consumer; // null for basic.get
+    bool settled = false;
+};
+
+struct channel_state {
+    std::uint64_t id = 0;
+    std::weak_ptr<channel_state> self;
+    // Valid while the channel is open. A closed channel's handle may outlive its connection (a
+    // hard error closes the connection under it), so a closed channel reads only its own
+    // fields, `connection_closed` among them.
+    connection_state* connection = nullptr;
+    bool open = true;
+    bool connection_closed = false; // its connection closed
+    close_reason reason;
+    std::uint64_t next_tag = 1;
+    std::deque<unacked_entry> unacked; // sorted by tag; settled entries leave from the front
+    std::size_t live_unacked = 0;
+    bool confirm = false;
+    std::uint64_t next_seq = 1;
+    std::uint32_t consumer_prefetch = 0;
+    std::uint32_t global_prefetch = 0;
+    std::uint32_t global_outstanding = 0;
+    std::uint64_t next_consumer_tag = 1;
+    std::map<std::string, std::shared_ptr<consumer_state>, std::less<>> consumers;
+    confirm_handler on_confirm;
+    return_handler on_return;
+    close_handler on_close;
+};
+
+struct connection_state {
+    std::uint64_t id = 0;
+    std::string name;
+    bool open = true;
+    close_reason reason;
+    std::vector<std::shared_ptr<channel_state>> channels;
+    close_handler on_close;
+};
+
+} // namespace letterbox::in_memory::detail

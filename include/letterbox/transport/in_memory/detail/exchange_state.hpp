@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// An exchange of the in-memory broker: its declaration, the bindings whose source it is and its
+// alternate exchange. Private to the in-memory broker (broker_state.hpp).
+
+#include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/exchange.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace letterbox::in_memory::detail {
+
+struct exchange_state {
+    topology::exchange decl;
+    std::vector<topology::binding> bindings; // bindings whose source is this exchange
+    std::optional<std::string> alternate;    // the `alternate-exchange` argument
+    bool builtin = false;
+};
+
+} // namespace letterbox::in_memory::detail

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// Connections and channels: opening them, and closing them with everything they hold.
+// Member functions of `broker_state`, declared in ../broker_state.hpp.
+
+#include <letterbox/transport/in_memory/detail/broker_state.hpp>
+
+namespace letterbox::in_memory::detail {
+
+inline std::shared_ptr<connection_state> broker_state::open_connection(std::string name) {
+    auto c = std::make_shared<connection_state>();
+    c->name = std::move(name);
+    if (down_) {
+        ++refused_connections_;
+        c->open = false;
+        c->reason = {make_error_code(errc::connection_closed),
+                     "connection refused: the broker is unreachable (fault injection)"};
+        return c;
+    }
+    c->id = ++last_id_;
+    connections_.push_back(c);
+    return c;
+}
+
+inline std::shared_ptr<channel_state> broker_state::open_channel(connection_state& c) {
+    auto ch = std::make_shared<channel_state>();
+    ch->id = ++last_id_;
+    ch->self = ch;
+    ch->connection = &c;
+    if (!c.open) {
+        ch->open = false;
+        ch->connection_closed = true;
+        ch->reason = c.reason;
+    }
+    c.channels.push_back(ch);
+    return ch;
+}
+
+inline void broker_state::close_channel(channel_state& ch, close_reason why) {
+    if (!ch.open)
+        return;
+    ch.open = false;
+    wind_down(ch, std::move(why));
+}
+
+inline void broker_state::wind_down(channel_state& ch, close_reason why) {
+    scope s(*this);
+    ch.reason = std::move(why);
+    requeue_all(ch, return_kind::channel_closed);
+    for (auto& [tag, c] : ch.consumers)
+        remove_consumer(*c);
+    ch.consumers.clear();
+    events_.push_back(ev_channel_closed{shared_channel(ch)});
+}
+
+inline void broker_state::close_connection(connection_state& c, close_reason why) {
+    if (!c.open)
+        return;
+    scope s(*this);
+    c.open = false;
+    c.reason = why;
+    // Every channel stops taking deliveries before any of them returns its messages, so a
+    // message one channel returns never goes to another that is closing with it.
+    std::vector<channel_state*> closing;
+    for (auto& ch : c.channels) {
+        ch->connection_closed = true;
+        if (ch->open) {
+            ch->open = false;
+            closing.push_back(ch.get());
+        }
+    }
+    for (auto* ch : closing)
+        wind_down(*ch, why);
+    std::vector<std::string> owned;
+    for (auto& [name, q] : queues_)
+        if (q->exclusive && q->owner == c.id)
+            owned.push_back(name);
+    for (auto& name : owned)
+        delete_queue(*queues_.at(name), drop_kind::queue_deleted);
+    std::shared_ptr<connection_state> keep;
+    for (auto& p : connections_)
+        if (p.get() == &c)
+            keep = p;
+    std::erase_if(connections_, [&](const auto& p) { return p.get() == &c; });
+    events_.push_back(ev_connection_closed{std::move(keep)});
+}
+
+} // namespace letterbox::in_memory::detail
