@@ -125,7 +125,7 @@ public:
     }
     /// `basic.consume`; returns the consumer tag. The prefetch is the channel's current
     /// `basic_qos(n, false)`.
-    std::string basic_consume(std::string_view queue, delivery_handler on_delivery,
+    std::string basic_consume(std::string_view queue, delivery_callback on_delivery,
                               std::error_code& ec, basic_consume_options opts = {},
                               cancel_handler on_cancel = {}) {
         return b_->basic_consume(*state_, queue, std::move(opts), std::move(on_delivery),

@@ -161,7 +161,7 @@ public:
     std::error_code basic_publish(channel_state& ch, message&& msg, bool mandatory);
 
     std::string basic_consume(channel_state& ch, std::string_view queue, basic_consume_options opts,
-                              delivery_handler on_delivery, cancel_handler on_cancel,
+                              delivery_callback on_delivery, cancel_handler on_cancel,
                               std::error_code& ec);
 
     std::error_code basic_cancel(channel_state& ch, std::string_view tag);

@@ -32,7 +32,7 @@ struct consumer_state {
     bool exclusive = false;
     bool active = true;
     std::uint32_t outstanding = 0;
-    delivery_handler on_delivery;
+    delivery_callback on_delivery;
     cancel_handler on_cancel;
 };
 

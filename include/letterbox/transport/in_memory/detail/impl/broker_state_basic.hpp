@@ -127,7 +127,7 @@ inline std::error_code broker_state::basic_publish(channel_state& ch, message&& 
 
 inline std::string broker_state::basic_consume(channel_state& ch, std::string_view queue,
                                                basic_consume_options opts,
-                                               delivery_handler on_delivery,
+                                               delivery_callback on_delivery,
                                                cancel_handler on_cancel, std::error_code& ec) {
     ec = check_open(ch);
     if (ec)
