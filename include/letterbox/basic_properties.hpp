@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/foreign_message_id.hpp>
 #include <letterbox/message.hpp>
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The 14 properties of the AMQP 0-9-1 basic class, exactly as a publisher sends them in a
 /// content header: each is present or absent, and nothing is interpreted.

@@ -24,3 +24,16 @@
                std::abort()))
 #endif
 #endif
+
+/// `LETTERBOX_ABI_NAMESPACE` names the inline namespace that every letterbox entity is declared
+/// in: `letterbox::message` is `letterbox::LETTERBOX_ABI_NAMESPACE::message`, and users never
+/// spell the inner name. It encodes the switches that change definitions, today only
+/// `LETTERBOX_FAILPOINTS` (failpoint.hpp): a program that mixes translation units built with and
+/// without it gets two distinct sets of symbols, so a call from one set into the other fails to
+/// link, instead of the one-definition-rule violation that would silently keep one of the two
+/// definitions (STYLE 2.4; nlohmann_json's `abi_macros.hpp` tags its namespace the same way).
+#if defined(LETTERBOX_FAILPOINTS)
+#define LETTERBOX_ABI_NAMESPACE abi_v0_failpoints
+#else
+#define LETTERBOX_ABI_NAMESPACE abi_v0
+#endif

@@ -5,6 +5,7 @@
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/handler.hpp>
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/disposition.hpp>
@@ -18,7 +19,7 @@
 #include <string>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// What a `consumer` does with a delivery whose handler failed.
 enum class failure_action : std::uint8_t {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// Something a `consumer` did with one delivery, as its observer (`consumer_options::on_event`)
 /// sees it: what metrics count and time. `consumer_stats` says the same in totals; an event

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// One message handed to a consumer (`basic.deliver`) or fetched (`basic.get-ok`).
 ///

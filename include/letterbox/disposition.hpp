@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/message.hpp>
 
@@ -9,7 +10,7 @@
 #include <optional>
 #include <utility>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// What should happen to a delivery after a pipeline ran: the value a delivery handler
 /// returns and a `letterbox::consumer` carries out. Middleware never settles or publishes

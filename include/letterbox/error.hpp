@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <string>
 #include <system_error>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The one error vocabulary of letterbox. Every component reports `std::error_code`s whose
 /// category is `letterbox::error_category()`.

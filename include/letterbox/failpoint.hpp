@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <array>
@@ -18,15 +19,16 @@
 /// every failpoint check is discarded at compile time (`if constexpr`), so a production
 /// binary pays nothing, not even a branch; setting a failpoint hook there is refused
 /// (`errc::precondition_failed` for `relay_options::failpoint`, a `static_assert` for
-/// `idempotent_handler::with_failpoint`). Define it for a whole program or not at all, as
-/// with `_GLIBCXX_DEBUG`: two translation units that disagree break the one-definition rule.
+/// `idempotent_handler::with_failpoint`). Define it for a whole program or not at all: the
+/// definitions differ, so the macro also changes `LETTERBOX_ABI_NAMESPACE` (config.hpp), and
+/// translation units that disagree keep apart instead of silently sharing one definition.
 #if defined(LETTERBOX_FAILPOINTS)
 #define LETTERBOX_FAILPOINTS_ENABLED 1
 #else
 #define LETTERBOX_FAILPOINTS_ENABLED 0
 #endif
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// Whether failpoints are compiled into this program (`LETTERBOX_FAILPOINTS` is defined).
 inline constexpr bool failpoints_enabled = LETTERBOX_FAILPOINTS_ENABLED != 0;

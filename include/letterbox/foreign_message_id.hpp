@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <boost/uuid/name_generator_sha1.hpp>
@@ -8,7 +9,7 @@
 
 #include <string_view>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The header that keeps a foreign message-id: the AMQP `message-id` text of a message that
 /// was not published by letterbox and is not a UUID in canonical form (a longstr). See

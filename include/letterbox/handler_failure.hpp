@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// Why a message was given up, as written in `headers::death_reason`: one of these texts.
 namespace death_reason {

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 
 #include <cstdint>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// One run of a pipeline over one delivery.
 struct handling {

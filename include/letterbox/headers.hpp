@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <string_view>
 
 /// Well-known message header names. Code never spells these as string literals elsewhere.
-namespace letterbox::headers {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::headers {
 
 // --- letterbox's own headers ------------------------------------------------------------
 // Attempts live in the message (DESIGN §3.4): they survive a consumer crash and scale-out.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/foreign_message_id.hpp>
@@ -27,7 +28,7 @@
 /// chose (`idempotent_handler::on_missing_key`). The nil message id is never a key: it is what
 /// a message published without an AMQP `message-id` carries, so it names no message. See
 /// `docs/design/idempotency-keys.md`.
-namespace letterbox::idempotency_key {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::idempotency_key {
 
 /// The key of a key text: the UUID itself when `text` is a UUID in canonical (lower-case)
 /// form, else `foreign_message_id(text)`: the id the AMQP mapping gives a message whose

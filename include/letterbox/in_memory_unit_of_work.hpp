@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <algorithm>
@@ -14,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 namespace detail {
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 
 #include <boost/uuid/string_generator.hpp>
@@ -14,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// A message id: a UUID, assigned once when the message is born (the outbox row is written)
 /// and carried unchanged through publish, redelivery, retry, dead-lettering and replay.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/store_time.hpp>
 
@@ -10,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// Where an outbox row is in its life. A row is born `pending`; the relay makes it
 /// `published` once the broker confirmed and routed it; it becomes `parked` after too many

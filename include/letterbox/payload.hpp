@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 
@@ -12,7 +13,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The content type letterbox writes for JSON payloads.
 inline constexpr std::string_view json_content_type = "application/json";

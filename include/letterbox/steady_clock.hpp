@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The real clock: `std::chrono::steady_clock` for durations and deadlines, the system clock
 /// for wall-time stamps, and Asio's `basic_waitable_timer` for waiting. A model of `clock`.

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 template <class Executor>
 class basic_virtual_timer;

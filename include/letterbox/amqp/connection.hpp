@@ -3,6 +3,7 @@
 
 #include <letterbox/amqp/detail/connection_core.hpp>
 #include <letterbox/amqp/url.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 
@@ -16,7 +17,7 @@
 #include <string>
 #include <system_error>
 
-namespace letterbox::amqp {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 /// One AMQP 0-9-1 client connection to a broker, over TCP (or TLS) on Boost.Asio.
 ///

@@ -5,6 +5,7 @@
 #include <letterbox/amqp/transport_options.hpp>
 #include <letterbox/amqp/url.hpp>
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/settlement.hpp>
@@ -26,7 +27,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::amqp {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 /// A `letterbox::transport` (and `letterbox::queue_reader`) on a real RabbitMQ broker, over
 /// AMQP 0-9-1 on Boost.Asio: the model the relay and consumers run on in production. It keeps

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <string>
 
-namespace letterbox::amqp {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 /// How an `amqp::transport` publishes and recovers. Every member has a working default.
 struct transport_options {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/detail/percent_decode.hpp>
 #include <letterbox/error.hpp>
 
@@ -12,7 +13,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::amqp {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 /// A parsed `amqp://` or `amqps://` URL (the RabbitMQ URI specification, with its query
 /// parameters):

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <concepts>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 namespace detail {
 struct timer_wait_archetype_handler {

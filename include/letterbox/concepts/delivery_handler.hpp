@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/handling.hpp>
 
 #include <concepts>
 #include <type_traits>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// A delivery handler: what middleware makes of a `handler`. It sees the whole delivery (its
 /// queue, its redelivered flag, its headers) and returns a `middleware::disposition`, the

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/unit_of_work.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/store_time.hpp>
 
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The opt-in tag of `inbox_store`: a model declares
 /// `using inbox_store_concept = letterbox::inbox_store_tag;`.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/unit_of_work.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
@@ -15,7 +16,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The opt-in tag of `outbox_store`: a model declares
 /// `using outbox_store_concept = letterbox::outbox_store_tag;`.

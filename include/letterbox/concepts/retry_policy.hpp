@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -8,7 +10,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// What a retry policy decided after a failed attempt: retry after `delay`, or give up.
 ///

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/message.hpp>
@@ -14,7 +15,7 @@
 #include <string>
 #include <system_error>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The opt-in tag of `transport`: a model declares `using transport_concept = transport_tag;`.
 struct transport_tag {};

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <concepts>
 #include <functional>
 #include <system_error>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// A local transaction that stores write into: staged writes take effect together on
 /// `commit()` or not at all.

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 /// Decodes `%XX` escapes (either case of hex digit), and `+` as a space when `plus_is_space`
 /// (the query strings of HTML forms). `std::nullopt` for a malformed escape. Shared by the AMQP

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -8,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 /// Formats `t` as RFC 3339 UTC with milliseconds: `2026-11-30T09:15:02.250Z`. Times are
 /// truncated towards the past to the millisecond. This is the text of letterbox's time

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/handler_failure.hpp>
@@ -19,7 +20,7 @@
 #include <typeinfo>
 #include <utility>
 
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 inline std::string demangle(const char* name) {
     int status = 0;
@@ -95,7 +96,7 @@ middleware::disposition run_inner(H& h, const middleware::handling& x) {
 
 } // namespace letterbox::detail
 
-namespace letterbox::middleware::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware::detail {
 // The middleware layers spell these `detail::...` from `letterbox::middleware`, where they
 // were defined before they moved to the core `detail/`.
 using letterbox::detail::current_failure;

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 
 // Duration arithmetic that stops at `milliseconds::max()` instead of overflowing, for the
 // horizons of retry policies and of a set of middleware layers.
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 /// `a + b` for non-negative durations, or `milliseconds::max()` when the sum would overflow.
 constexpr std::chrono::milliseconds saturating_add(std::chrono::milliseconds a,

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <memory>
 #include <type_traits>
 #include <utility>
 
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 template <class Signature>
 class unique_function;

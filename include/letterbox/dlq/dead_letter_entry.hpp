@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/store_time.hpp>
 
@@ -10,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 /// One dead-lettered message, with what letterbox and the broker recorded about its failure:
 /// what the dead-letter operations browse, filter, export and replay.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/store_time.hpp>
 
@@ -11,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 /// Which dead-lettered messages an operation applies to. Every criterion is optional and
 /// every one that is set must match; the default filter matches everything.

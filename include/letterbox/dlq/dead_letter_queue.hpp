@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/dlq/dead_letter_filter.hpp>
 #include <letterbox/dlq/dead_letter_queue_options.hpp>
@@ -12,7 +13,7 @@
 #include <ostream>
 #include <string>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 /// Operations over one dead-letter queue: browse, replay, purge, export and depth, through a
 /// Transport that can read queues on demand. What the CLI and the HTTP endpoint call.

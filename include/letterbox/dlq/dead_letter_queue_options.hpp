@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 /// Options of a `dead_letter_queue`.
 struct dead_letter_queue_options {

@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/depth_gauge_options.hpp>
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 namespace detail {
 template <class Transport, class Clock>

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 /// Options of a `depth_gauge`.
 struct depth_gauge_options {

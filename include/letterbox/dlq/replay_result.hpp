@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -8,7 +10,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 /// What `dead_letter_queue::async_replay` did.
 struct replay_result {

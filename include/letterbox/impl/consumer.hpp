@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/delivery.hpp>
@@ -22,7 +23,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 template <transport Transport, class Handler, clock Clock>
     requires handler<Handler> || delivery_handler<Handler>

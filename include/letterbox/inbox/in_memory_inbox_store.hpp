@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/message.hpp>
@@ -15,7 +16,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// An `inbox_store` that keeps its (consumer id, message id) records in process memory, for
 /// tests, simulations and single-process prototypes.

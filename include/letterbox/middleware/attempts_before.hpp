@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/headers.hpp>
@@ -10,7 +11,7 @@
 #include <limits>
 #include <string>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 namespace detail {
 inline std::uint32_t clamp_count(std::int64_t n) {

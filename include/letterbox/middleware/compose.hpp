@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/detail/saturating.hpp>
 #include <letterbox/error.hpp>
@@ -17,7 +18,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// A middleware layer: a value with a `stage` that wraps a handler into a delivery handler
 /// (`retry_layer`, `redelivery_layer`, `dead_letter_layer`).

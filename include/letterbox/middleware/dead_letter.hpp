@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/error.hpp>
@@ -22,7 +23,7 @@
 #include <tuple>
 #include <utility>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// How `dead_letter` moves a message it gives up on.
 enum class dead_letter_strategy : std::uint8_t {

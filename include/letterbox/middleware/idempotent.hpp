@@ -4,6 +4,7 @@
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/concepts/unit_of_work.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/failpoint.hpp>
 #include <letterbox/idempotency_key.hpp>
@@ -21,7 +22,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// Application code that applies one message's effect inside a unit of work `u`: its business
 /// writes go through `u` (for SQLite: `u.connection()`), and so do the events it emits

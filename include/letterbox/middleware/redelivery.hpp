@@ -4,6 +4,7 @@
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/handling.hpp>
@@ -23,7 +24,7 @@
 #include <tuple>
 #include <utility>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// How `redelivery` hands a failed message back to the broker.
 enum class redelivery_via : std::uint8_t {

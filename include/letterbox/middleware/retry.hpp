@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/handling.hpp>
@@ -21,7 +22,7 @@
 #include <tuple>
 #include <utility>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// The delivery handler that `retry(policy)` makes of `Inner`. Copies share their counts.
 template <retry_policy Policy, detail::wrappable Inner>

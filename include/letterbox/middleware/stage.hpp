@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstdint>
 
-namespace letterbox::middleware {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// The place of a middleware layer in the default order (DESIGN §3.6), outermost first.
 /// `compose` sorts layers by it; the idempotent unit of work and the handler sit inside all

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/readiness.hpp>
 
 #include <concepts>
 #include <functional>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// `T` tells, from any thread and without blocking, whether it is connected to its broker:
 /// `t.is_connected()` is `noexcept` and returns something convertible to `bool`.

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <atomic>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// A value that goes up and down (a Prometheus gauge), made by `metrics_registry::make_gauge`.
 ///

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <algorithm>
@@ -11,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// A distribution of observed values over fixed buckets (a Prometheus histogram), made by
 /// `metrics_registry::make_histogram`. Buckets are upper bounds (`le`), cumulative when

@@ -4,6 +4,7 @@
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_queue_options.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 #include <letterbox/ops/http_server_options.hpp>
@@ -17,7 +18,7 @@
 #include <string>
 #include <system_error>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// The operations endpoint of an application: health, metrics, the dead-letter queues and the
 /// outbox over HTTP/1.1 (Boost.Beast), on the application's executor.

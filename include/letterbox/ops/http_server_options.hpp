@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// Options of an `http_server`. The defaults are the secure ones: loopback only, message
 /// bodies and mutations behind a token (and disabled until one is set), the Host header

@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/ops/counter.hpp>
@@ -18,7 +19,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// letterbox's own metrics, in a `metrics_registry`: what the relays, consumers, stores and
 /// dead-letter queues of an application do, under the names docs/operations.md lists

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/ops/counter.hpp>
 #include <letterbox/ops/detail/prometheus_text.hpp>
@@ -19,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// A set of metrics, rendered in the Prometheus text exposition format, version 0.0.4 (what
 /// `GET /metrics` of `http_server` serves). Metrics are grouped in families: one name, one

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/readiness.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
 
@@ -9,7 +10,7 @@
 #include <functional>
 #include <string>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 /// `R` reports an outbox relay's counters, as `outbox_relay` does: `r.counters()` returns a
 /// `relay_counters` (callable from any thread).

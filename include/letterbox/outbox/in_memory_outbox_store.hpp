@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/message.hpp>
@@ -17,7 +18,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// An `outbox_store` that keeps its rows in process memory, for tests, simulations and
 /// single-process prototypes.

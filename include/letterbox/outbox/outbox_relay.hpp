@@ -4,6 +4,7 @@
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
 #include <letterbox/outbox/relay_options.hpp>
 #include <letterbox/outbox/relay_point.hpp>
@@ -14,7 +15,7 @@
 #include <memory>
 #include <string>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 namespace detail {
 template <class OutboxStore, class Transport, class Clock>

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <cstddef>
 #include <cstdint>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// A snapshot of an `outbox_relay`'s counters, as returned by `outbox_relay::counters()`.
 ///

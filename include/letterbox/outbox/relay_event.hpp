@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// Something an `outbox_relay` did with one row, as its observer (`relay_options::on_event`)
 /// sees it: what metrics count and time. The relay's counters (`relay_counters`) say the same

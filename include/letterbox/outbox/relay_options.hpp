@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/failpoint.hpp>
 #include <letterbox/outbox/detail/relay_owner.hpp>
 #include <letterbox/outbox/relay_event.hpp>
@@ -14,7 +15,7 @@
 #include <optional>
 #include <string>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// How an `outbox_relay` claims, publishes, retries, stops and purges. Every field has a usable
 /// default, written next to it; no value means "use the default" (there is no magic zero).

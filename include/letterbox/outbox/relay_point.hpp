@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <string_view>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// The named points of an outbox relay's work on one row, in the order a row passes them. A
 /// `relay_options::failpoint` hook is called at each one, so that a test can make the relay halt

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
 #include <letterbox/retry/detail/thrown_error_code.hpp>
@@ -13,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::retry {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry {
 
 /// Decides whether a failed attempt is transient (worth retrying) or permanent (retrying
 /// cannot help: dead-letter it at once). A copyable value; every retry policy holds one.

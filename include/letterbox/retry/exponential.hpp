@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/saturating.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
@@ -13,7 +14,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace letterbox::retry {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry {
 
 /// The retry policy whose delay grows geometrically up to a cap: after attempt `k` fails it
 /// waits `min(cap, initial * multiplier^(k - 1))`, with jitter applied, up to a number of

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/saturating.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/check_argument.hpp>
@@ -11,7 +12,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace letterbox::retry {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry {
 
 /// The retry policy that waits the same delay before every retry, up to a number of attempts.
 ///

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/retry/detail/hash.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox::retry {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry {
 
 /// How a delay is randomised so that many consumers failing at once do not retry in lockstep.
 enum class jitter_kind {

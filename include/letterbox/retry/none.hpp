@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/classified.hpp>
 
@@ -9,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox::retry {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry {
 
 /// The retry policy that never retries: one attempt, then give up.
 ///

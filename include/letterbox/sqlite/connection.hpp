@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/sqlite/database_options.hpp>
 #include <letterbox/sqlite/detail/error_record.hpp>
 #include <letterbox/sqlite/statement.hpp>
@@ -16,7 +17,7 @@
 #include <system_error>
 #include <unordered_map>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 /// One SQLite connection: RAII over `sqlite3*` (closed on destruction), move-only, configured
 /// the way letterbox needs it, with a cache of prepared statements keyed by their SQL text.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/sqlite/connection.hpp>
 #include <letterbox/sqlite/database_options.hpp>
@@ -14,7 +15,7 @@
 #include <string>
 #include <system_error>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 /// An SQLite database file used by letterbox: the object users create, from which units of
 /// work begin and on which `outbox_store` and `inbox_store` are built.

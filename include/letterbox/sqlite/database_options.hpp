@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -8,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 /// How a `database` opens and configures its connections, and how it waits for a lock that
 /// another writer holds. Every field has a default suited to a service that owns its database

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/sqlite/database.hpp>
@@ -16,7 +17,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 /// An `inbox_store` in the `letterbox_inbox` table of an SQLite database: durable, and shared
 /// by every consumer process that opens the file.

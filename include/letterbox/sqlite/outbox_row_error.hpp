@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstdint>
 #include <string>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 /// A row of `letterbox_outbox` that could not be read as an `outbox_record`, as
 /// `outbox_store::list` reports it when it lists the other rows anyway: which row, and what is

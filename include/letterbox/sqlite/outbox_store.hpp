@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/sqlite/database.hpp>
@@ -19,7 +20,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 /// An `outbox_store` in the `letterbox_outbox` table of an SQLite database: durable, and
 /// shared by every process that opens the file.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/sqlite/connection.hpp>
 
@@ -8,7 +9,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 /// The tables letterbox keeps in an SQLite database, and the forward migrations that create
 /// and evolve them.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/sqlite/detail/error_record.hpp>
 #include <letterbox/sqlite/to_error_code.hpp>
@@ -14,7 +15,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 class connection;
 

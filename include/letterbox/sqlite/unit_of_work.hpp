@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 class database;
 

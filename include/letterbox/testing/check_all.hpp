@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/check_aggregate_order.hpp>
 #include <letterbox/testing/check_bounded_redelivery.hpp>
 #include <letterbox/testing/check_convergence.hpp>
@@ -16,7 +17,7 @@
 #include <iterator>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Runs every history checker on one run and returns all their violations, grouped by
 /// invariant in the order of `invariant`: no loss, no phantom, no duplicate effect,

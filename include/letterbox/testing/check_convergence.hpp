@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/history_facts.hpp>
 #include <letterbox/testing/history.hpp>
 #include <letterbox/testing/invariant_violation.hpp>
@@ -13,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// I-18 convergence: after the faults stop, everything settles within a virtual deadline. For
 /// each committed message and each consumer in `consumers`, the message must be settled

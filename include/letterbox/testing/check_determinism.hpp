@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/history.hpp>
 #include <letterbox/testing/invariant_violation.hpp>
 
@@ -12,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// I-21 determinism: two runs of the same seed give the same history, and so the same trace
 /// hash. Compares the text forms line by line.

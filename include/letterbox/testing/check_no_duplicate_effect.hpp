@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/history_facts.hpp>
 #include <letterbox/testing/history.hpp>
 #include <letterbox/testing/invariant_violation.hpp>
@@ -9,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// I-03 no duplicate effect: for each (consumer, message id), at most one `effect_applied`.
 /// Duplicate deliveries are allowed (at-least-once); duplicate effects are not.

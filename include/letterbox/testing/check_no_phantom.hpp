@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/history_facts.hpp>
 #include <letterbox/testing/history.hpp>
 #include <letterbox/testing/invariant_violation.hpp>
@@ -11,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// I-02 no phantom: nothing is observed that was not committed first. A message is observed
 /// when the relay publishes, confirms or marks it, the broker delivers it, a handler applies it,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/check_determinism.hpp>
 #include <letterbox/testing/pipeline_application.hpp>
 #include <letterbox/testing/pipeline_options.hpp>
@@ -14,7 +15,7 @@
 #include <optional>
 #include <string>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// The environment variable that makes `check_pipeline` run one run seed only (the one a
 /// failure report names), instead of its whole batch.

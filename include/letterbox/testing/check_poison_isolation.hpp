@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/history_facts.hpp>
 #include <letterbox/testing/history.hpp>
 #include <letterbox/testing/invariant_violation.hpp>
@@ -10,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// I-09 poison isolation: a poison message does not stop the others. A message is poison when
 /// a `fault_injected` event of kind `fault_kind::poison_message` names it. Then, for each

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/failpoint.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history_event.hpp>
@@ -15,7 +16,7 @@
 #include <random>
 #include <string>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Which faults a simulated run injects, and how often: the fault catalogue of
 /// reliability-anchors C2 as numbers. `check_pipeline` draws one per seed with `from_seed`

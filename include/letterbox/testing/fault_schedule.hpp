@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/failpoint.hpp>
 #include <letterbox/testing/history_event.hpp>
 
@@ -14,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// One timed fault of a simulated run: at virtual time `at` (from the start of the run),
 /// inject `kind`, with `arg` saying how:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/history_text.hpp>
 #include <letterbox/testing/history_event.hpp>
 
@@ -12,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// The append-only, ordered record of a pipeline run: business commits and rollbacks, what the
 /// relay published, confirmed and marked, what the broker delivered, which effects handlers

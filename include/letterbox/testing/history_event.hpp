@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/history_text.hpp>
 
@@ -24,7 +25,7 @@
 ///
 /// The text form of an event (`to_string`) is one line, stable across runs, platforms and
 /// compilers: the trace hash of a history is computed over it.
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Which fault of the catalogue (reliability-anchors C2) a `fault_injected` event injected.
 enum class fault_kind {

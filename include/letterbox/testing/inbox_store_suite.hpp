@@ -2,10 +2,11 @@
 #pragma once
 
 #include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/config.hpp>
 
 #include <functional>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// What an `inbox_store` model can do beyond the concept, declared by its suite fixture.
 struct inbox_store_features {

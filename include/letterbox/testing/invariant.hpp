@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <string_view>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// The delivery invariants that the history checkers check, named after the invariant catalogue
 /// (reliability-anchors C3). `catalogue_id` gives the catalogue's id.

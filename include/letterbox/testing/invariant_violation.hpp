@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/history_text.hpp>
 #include <letterbox/testing/invariant.hpp>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// One violation of a delivery invariant found in a history by a checker.
 ///

@@ -3,13 +3,14 @@
 
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <concepts>
 #include <cstddef>
 #include <filesystem>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// The application code that `run_pipeline` and `check_pipeline` put under faults: a producer
 /// that writes business data and its outbox in one transaction, and a consumer whose handler

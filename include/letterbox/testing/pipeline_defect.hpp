@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Deliberately broken variants of the pipeline, for the self-test: each one gives up a step
 /// that a guarantee rests on, and a run of `check_pipeline` with it must report violations

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox/relay_event.hpp>
@@ -18,7 +19,7 @@
 #include <optional>
 #include <system_error>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// The shape of one simulated pipeline run (`run_pipeline`, `check_pipeline`): how much work,
 /// over how long, under which faults.

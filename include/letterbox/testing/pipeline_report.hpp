@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/invariant.hpp>
 #include <letterbox/testing/pipeline_result.hpp>
 
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// What `check_pipeline` found over many seeds: violation counts per invariant, totals of what
 /// the runs did, and the first failing runs in full (seed, fault profile, violations, history).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history.hpp>
@@ -13,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// What one simulated pipeline run (`run_pipeline`) did and what the checkers found.
 struct pipeline_result {

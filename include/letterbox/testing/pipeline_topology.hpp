@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/seed.hpp>
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Who consumes the events of a simulated pipeline run (`run_pipeline`): one or more consumers,
 /// each with its own consumer id and its own work queue bound to the run's exchange, so that

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/failpoint.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history_event.hpp>
@@ -26,7 +27,7 @@
 ///         o.schedule = s;
 ///         RC_ASSERT(letterbox::testing::run_pipeline<wallet_app>(1, o).ok());
 ///     });
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// One schedulable command at an instant of `[0, window)`, with an argument in the range its
 /// kind takes (see `fault_command`). Shrinks towards an earlier kind in the list below, an

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
 #include <letterbox/testing/pipeline_application.hpp>
 #include <letterbox/testing/pipeline_options.hpp>
@@ -8,7 +9,7 @@
 
 #include <cstdint>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Runs the whole pipeline once, in a `simulation` seeded with `seed`, and checks it.
 ///

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -15,7 +17,7 @@
 ///
 /// Tests that run their own generators take `derive_seed(test_seed(), "<subsystem>")`, so that
 /// two subsystems never share a random stream and adding one does not shift the others.
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// The environment variable that holds the seed of the current test process.
 inline constexpr const char* seed_environment_variable = "LETTERBOX_SEED";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/seed.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
 #include <letterbox/virtual_clock.hpp>
@@ -17,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Runs the handlers of the single-threaded `io` that are ready now, one at a time, without
 /// moving time (at most `max_steps`).

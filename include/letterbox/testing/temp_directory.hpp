@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -9,7 +11,7 @@
 
 #include <stdlib.h> // mkdtemp (POSIX)
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// A directory of its own under the system's temporary directory, removed with everything in
 /// it when the object is destroyed: where a simulated run keeps its real SQLite files.

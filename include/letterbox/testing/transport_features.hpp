@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <optional>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// How big the conformance suite's scenarios are: watermill's `-short` sizes for every pull
 /// request, its full sizes for a nightly or stress run.

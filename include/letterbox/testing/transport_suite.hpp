@@ -12,6 +12,7 @@
 // nothing the concepts do not promise.
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/transport_harness.hpp>
 #include <letterbox/testing/detail/transport_suite_support.hpp>
 #include <letterbox/testing/transport_features.hpp>
@@ -27,7 +28,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 // ---- the fixture ---------------------------------------------------------------------------
 
@@ -96,7 +97,7 @@ private:
 #include <letterbox/testing/detail/transport_settle_checks.hpp>
 #include <letterbox/testing/detail/transport_topology_checks.hpp>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// The transport type a fixture makes.
 template <class Fixture>

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 
 #include <string>
 
-namespace letterbox::topology {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
 /// What a binding delivers to: a queue (`queue.bind`) or another exchange (`exchange.bind`).
 enum class destination_kind { queue, exchange };

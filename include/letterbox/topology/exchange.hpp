@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace letterbox::topology {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
 /// The four AMQP 0-9-1 exchange types RabbitMQ ships.
 enum class exchange_type { direct, fanout, topic, headers };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::topology {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
 /// Names of the queue arguments letterbox understands.
 namespace args {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::topology {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
 /// Where a work queue sends what its consumers reject without requeue (its
 /// `x-dead-letter-exchange`).

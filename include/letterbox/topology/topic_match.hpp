@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstddef>
 #include <string_view>
 
-namespace letterbox::topology {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
 namespace detail {
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/topology/queue.hpp>
 
 #include <boost/asio/associated_executor.hpp>
@@ -14,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::topology {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
 /// Declares `queues` one after the other on `t` and completes with
 /// `void(std::error_code)`: the first failure (nothing after it is declared), or success.

@@ -2,8 +2,9 @@
 #pragma once
 
 #include <letterbox/basic_properties.hpp>
+#include <letterbox/config.hpp>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// The 14 properties of the AMQP basic class, exactly as they travel in a content header:
 /// `letterbox::basic_properties`, which the core defines so that the in-memory broker takes the

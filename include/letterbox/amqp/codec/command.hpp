@@ -3,12 +3,13 @@
 
 #include <letterbox/amqp/codec/content_header.hpp>
 #include <letterbox/amqp/codec/method.hpp>
+#include <letterbox/config.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// One complete AMQP command, as the `content_assembler` delivers it: a method and, for the
 /// content-bearing ones (basic.deliver, basic.get-ok, basic.return, basic.publish), its content

@@ -5,13 +5,14 @@
 #include <letterbox/amqp/codec/content_header.hpp>
 #include <letterbox/amqp/codec/frame.hpp>
 #include <letterbox/amqp/codec/method.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <system_error>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// Joins the frames of one channel into commands: a method frame alone, or a content-bearing
 /// method followed by its content header and body frames (spec 4.2.6), checking the sequence.

@@ -4,6 +4,7 @@
 #include <letterbox/amqp/codec/basic_properties.hpp>
 #include <letterbox/amqp/codec/detail/field_codec.hpp>
 #include <letterbox/amqp/codec/detail/wire.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <chrono>
@@ -13,7 +14,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// The payload of a content header frame: which class the content belongs to, the size of the
 /// body that follows in body frames, and the basic properties. (The weight field is always 0

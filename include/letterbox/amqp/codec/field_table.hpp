@@ -3,6 +3,7 @@
 
 #include <letterbox/amqp/codec/detail/field_codec.hpp>
 #include <letterbox/amqp/codec/detail/wire.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// How deeply tables and arrays may nest: a method's own table is level 1, a table inside it
 /// level 2, and so on. Deeper input is `errc::syntax_error` on decode (before descending, so the

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// The four AMQP 0-9-1 frame types (spec 4.2.3). Any other type octet is a frame error.
 enum class frame_type : std::uint8_t {

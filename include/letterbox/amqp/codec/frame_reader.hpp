@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/amqp/codec/frame.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <cstddef>
@@ -12,7 +13,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// Cuts an incoming byte stream into AMQP frames, without I/O: feed it bytes as they arrive,
 /// pull complete frames out. Frames come out identically however the stream is split into

@@ -4,6 +4,7 @@
 #include <letterbox/amqp/codec/basic_properties.hpp>
 #include <letterbox/amqp/codec/frame.hpp>
 #include <letterbox/amqp/codec/method.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// Appends AMQP frames to an output buffer, without I/O, never exceeding frame_max.
 ///

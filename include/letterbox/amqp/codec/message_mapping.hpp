@@ -4,6 +4,7 @@
 #include <letterbox/amqp/codec/basic_properties.hpp>
 #include <letterbox/amqp/codec/command.hpp>
 #include <letterbox/basic_properties.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/foreign_message_id.hpp>
 #include <letterbox/message.hpp>
@@ -13,7 +14,7 @@
 #include <utility>
 #include <variant>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 // The mapping between `letterbox::message` and the basic properties is the core's
 // (letterbox/basic_properties.hpp, letterbox/foreign_message_id.hpp), so that the in-memory

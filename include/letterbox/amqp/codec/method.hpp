@@ -8,6 +8,7 @@
 #include <letterbox/amqp/codec/methods/exchange.hpp>
 #include <letterbox/amqp/codec/methods/queue.hpp>
 #include <letterbox/amqp/codec/methods/tx.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include <system_error>
 #include <variant>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// Any AMQP 0-9-1 method letterbox speaks: every method of the connection, channel, exchange,
 /// queue, basic, confirm and tx classes, including RabbitMQ's extensions (exchange.bind and

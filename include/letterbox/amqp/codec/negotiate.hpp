@@ -2,13 +2,14 @@
 #pragma once
 
 #include <letterbox/amqp/codec/frame.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <system_error>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// The frame_max to send in connection.tune-ok and to give the reader and writer: the smaller
 /// of the client's limit and the server's proposal, where 0 means "no limit" and stands for

@@ -5,6 +5,7 @@
 #include <letterbox/amqp/codec/command.hpp>
 #include <letterbox/amqp/codec/content_assembler.hpp>
 #include <letterbox/amqp/codec/method.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 
@@ -17,7 +18,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 class connection_core;
 

@@ -12,6 +12,7 @@
 #include <letterbox/amqp/detail/channel_core.hpp>
 #include <letterbox/amqp/detail/reply_code.hpp>
 #include <letterbox/amqp/url.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
@@ -44,7 +45,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 /// The engine of an AMQP 0-9-1 client connection over TCP (or TLS for `amqps://`, with
 /// Asio SSL on OpenSSL), on one strand: the handshake,

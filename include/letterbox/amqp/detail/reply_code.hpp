@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <cstdint>
 #include <system_error>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 /// The letterbox error for an AMQP reply code a peer closed a channel or connection with:
 /// the `errc` whose `amqp_reply_code` it is, or `fallback` for 200 and unknown codes.

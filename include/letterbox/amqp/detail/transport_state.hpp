@@ -7,6 +7,7 @@
 #include <letterbox/amqp/detail/connection_core.hpp>
 #include <letterbox/amqp/transport_options.hpp>
 #include <letterbox/amqp/url.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/settlement.hpp>
@@ -35,7 +36,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 /// The state of an `amqp::transport`, on one strand: the current connection and its
 /// channels (one confirm-mode publishing channel, one for topology, one per consumer, one per

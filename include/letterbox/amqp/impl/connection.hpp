@@ -4,6 +4,7 @@
 // Definitions of amqp::connection (included by connection.hpp).
 
 #include <letterbox/amqp/connection.hpp>
+#include <letterbox/config.hpp>
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -11,7 +12,7 @@
 
 #include <utility>
 
-namespace letterbox::amqp {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 inline connection::~connection() {
     if (core_)

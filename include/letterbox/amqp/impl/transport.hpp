@@ -4,6 +4,7 @@
 // Definitions of amqp::transport (included by transport.hpp).
 
 #include <letterbox/amqp/transport.hpp>
+#include <letterbox/config.hpp>
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -12,7 +13,7 @@
 #include <tuple>
 #include <utility>
 
-namespace letterbox::amqp {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 // Posts `op(state, done)` to the strand; `done(args...)` posts the completion to the handler's
 // associated executor (the transport's executor by default).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
@@ -18,7 +19,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox::dlq::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq::detail {
 
 /// Every handle starts with this; a message id (a UUID) never does.
 inline constexpr std::string_view handle_prefix = "content-";

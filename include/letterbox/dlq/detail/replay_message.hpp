@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/field_table.hpp>
@@ -12,7 +13,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox::dlq::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq::detail {
 
 /// The copy of a dead-lettered message that a replay publishes (see docs/dead-letter-operations.md,
 /// "What replay changes"): the same id, type, body and properties, addressed to the original

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
@@ -28,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::dlq::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq::detail {
 
 /// What a scan does with each message it fetches.
 enum class scan_kind { browse, export_lines, purge, replay };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 
 #include <nlohmann/json.hpp>
@@ -11,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace letterbox::dlq::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq::detail {
 
 /// Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
 inline bool is_valid_utf8(std::string_view s) noexcept {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/dlq/dead_letter_filter.hpp>
@@ -20,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 namespace detail {
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/dlq/detail/scan.hpp>
 #include <letterbox/error.hpp>
@@ -18,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 namespace detail {
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/depth_gauge.hpp>
 #include <letterbox/error.hpp>
 
@@ -17,7 +18,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox::dlq {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 namespace detail {
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-namespace letterbox::middleware::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware::detail {
 
 /// A duration for people: `2d 3h`, `1h 30m`, `45s`, `250ms`, `0ms` (two largest units).
 inline std::string duration_text(std::chrono::milliseconds d) {

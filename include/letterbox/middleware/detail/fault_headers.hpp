@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/field_table.hpp>
@@ -12,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-namespace letterbox::middleware::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware::detail {
 
 /// The copy of `d.msg` that a layer republishes after a failure: same id, body and
 /// properties, with the failure recorded in letterbox's headers. Where it was consumed is

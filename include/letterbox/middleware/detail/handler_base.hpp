@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/handling.hpp>
@@ -8,7 +9,7 @@
 
 #include <utility>
 
-namespace letterbox::middleware::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware::detail {
 
 /// What every layer's handler shares (`retry_handler`, `redelivery_handler`,
 /// `dead_letter_handler`): the inner handler it wraps, `inner()`, and running it once.

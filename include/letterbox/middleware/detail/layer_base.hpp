@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/middleware/detail/wrappable.hpp>
 #include <letterbox/middleware/stage.hpp>
@@ -8,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-namespace letterbox::middleware::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware::detail {
 
 /// What every layer class shares (`retry_layer`, `redelivery_layer`, `dead_letter_layer`): its
 /// `stage`, and making its handler of an inner handler, as `layer.wrap(inner)` or

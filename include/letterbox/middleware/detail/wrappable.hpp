@@ -3,8 +3,9 @@
 
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/handler.hpp>
+#include <letterbox/config.hpp>
 
-namespace letterbox::middleware::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware::detail {
 
 /// A plain handler or a delivery handler: what a middleware layer can wrap.
 template <class H>

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstddef>
 #include <string_view>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 /// Whether `given` equals `expected`, in a time that depends on `expected.size()` only: every
 /// byte of `expected` is compared (against `given`'s byte at the same index, or 0 past its end)

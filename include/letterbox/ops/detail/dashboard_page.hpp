@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <string_view>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 /// The dashboard `http_server` serves at `/`: one self-contained page (no build step, no
 /// external assets, no framework) over the JSON API of docs/operations.md. It lists the

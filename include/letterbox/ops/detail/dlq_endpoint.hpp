@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/dlq/dead_letter_filter.hpp>
 #include <letterbox/dlq/dead_letter_queue.hpp>
@@ -22,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 using strand_type = boost::asio::strand<boost::asio::any_io_executor>;
 

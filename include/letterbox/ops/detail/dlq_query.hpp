@@ -4,6 +4,7 @@
 // The dead-letter routes of server_state: the filter and selection they read from the query
 // string or the body, and the JSON of the entries they list.
 
+#include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_entry.hpp>
 #include <letterbox/dlq/dead_letter_filter.hpp>
 #include <letterbox/ops/detail/query_string.hpp>
@@ -18,7 +19,7 @@
 #include <string>
 #include <utility>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 namespace route {
 

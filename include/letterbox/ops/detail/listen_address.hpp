@@ -4,6 +4,7 @@
 // The listening address of the ops HTTP server: how `http_server_options::address` is read, and
 // how addresses are compared (loopback, IPv4-mapped IPv6).
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <boost/asio/ip/address.hpp>
@@ -12,7 +13,7 @@
 
 #include <string>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 namespace route {
 

@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/store_time.hpp>
@@ -11,7 +12,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 /// The registered outbox store and its clock, with their types erased. Store calls are
 /// synchronous and run on the server's store worker, never on its strand; "now" is the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <charconv>
@@ -12,7 +13,7 @@
 
 /// The pieces of the Prometheus text exposition format 0.0.4: name checks, escaping and number
 /// formatting, shared by the registry and its tests.
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 /// `[a-zA-Z_:][a-zA-Z0-9_:]*`
 inline bool is_metric_name(std::string_view n) noexcept {

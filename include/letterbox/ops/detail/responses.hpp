@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/status.hpp>
@@ -12,7 +14,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 using request = boost::beast::http::request<boost::beast::http::string_body>;
 using response = boost::beast::http::response<boost::beast::http::string_body>;

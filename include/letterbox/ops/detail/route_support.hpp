@@ -4,6 +4,7 @@
 // Helpers for the routes of server_state: the error responses they share, and the count
 // parameters.
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/ops/detail/responses.hpp>
 
@@ -20,7 +21,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 namespace route {
 

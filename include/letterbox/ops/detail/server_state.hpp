@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/detail/dlq_endpoint.hpp>
 #include <letterbox/ops/detail/outbox_endpoint.hpp>
 #include <letterbox/ops/detail/query_string.hpp>
@@ -35,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 class server_state;
 

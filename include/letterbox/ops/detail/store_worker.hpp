@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 
 #include <condition_variable>
@@ -11,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 /// The threads on which `http_server` calls the outbox store, so that a store call that
 /// blocks (a database file locked by another process waits for its busy timeout) never blocks

@@ -3,6 +3,7 @@
 
 // Definitions of http_server (included by http_server.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/http_server.hpp>
 
 #include <letterbox/error.hpp>
@@ -12,7 +13,7 @@
 #include <memory>
 #include <utility>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 inline http_server::http_server(executor_type ex, http_server_options options)
     : state_(std::make_shared<detail::server_state>(std::move(ex), std::move(options))) {}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/letterbox_metrics.hpp>
 
 #include <letterbox/handler_failure.hpp>
@@ -8,7 +9,7 @@
 #include <cmath>
 #include <optional>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 namespace detail {
 

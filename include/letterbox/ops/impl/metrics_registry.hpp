@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/metrics_registry.hpp>
 
 #include <cmath>
 #include <type_traits>
 
-namespace letterbox::ops {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
 inline void metrics_registry::check_labels(const metric_labels& labels) {
     for (std::size_t i = 0; i < labels.size(); ++i) {

@@ -16,6 +16,7 @@
 // store error settle one row per call (`settle`).
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/failpoint.hpp>
@@ -48,7 +49,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 /// The state of an `outbox_relay` and the handlers that drive it, on the transport's executor
 /// (see the top of this file). Held by a shared pointer: the completions of its publishes and

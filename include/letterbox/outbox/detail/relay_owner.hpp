@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <string>
 
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 /// A lease owner no other relay instance uses: "relay-" and a random UUID.
 inline std::string new_relay_owner() {

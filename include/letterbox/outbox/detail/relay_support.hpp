@@ -4,6 +4,7 @@
 // Private helpers of outbox_relay: counter cells, error classification, back-off arithmetic,
 // option checks.
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
 #include <letterbox/outbox/relay_options.hpp>
@@ -18,7 +19,7 @@
 #include <string>
 #include <system_error>
 
-namespace letterbox::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
 /// The relay's counters, written on its executor and read from any thread.
 struct relay_counter_cells {

@@ -3,6 +3,7 @@
 
 // Definitions of letterbox/outbox/in_memory_outbox_store.hpp; included at its end.
 
+#include <letterbox/config.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/payload.hpp>
 
@@ -16,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 inline outbox_record* in_memory_outbox_store::find_row(const message_id& id) {
     const auto it = by_id_.find(id);

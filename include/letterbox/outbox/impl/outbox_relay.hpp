@@ -4,6 +4,7 @@
 // Definitions of letterbox/outbox/outbox_relay.hpp; included at its end. The work is done by
 // detail::relay_engine (letterbox/outbox/detail/relay_engine.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 
 #include <letterbox/detail/unique_function.hpp>
@@ -20,7 +21,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 template <outbox_store OutboxStore, transport Transport, clock Clock>
 outbox_relay<OutboxStore, Transport, Clock>::outbox_relay(OutboxStore& store, Transport& transport,

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
-namespace letterbox::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
 
 /// Throws `letterbox::error(errc::invalid_argument, what)` unless `ok`: the retry policies'
 /// constructors reject a configuration outside its documented range at once, rather than

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/retry/classifier.hpp>
 #include <letterbox/retry/detail/decide.hpp>
 
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
 
 /// The failure classifier a retry policy holds, with its builder and accessor: a public base of
 /// every shipped policy (directly of `none` and `immediate`, through `jittered` of `fixed` and

@@ -2,11 +2,12 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/retry/classifier.hpp>
 
 #include <cstdint>
 
-namespace letterbox::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
 
 /// The decision every shipped policy makes, in this order: a permanent failure gives up at
 /// once; a transient one gives up when `f.attempt` reached `max_attempts` (which counts the

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
 
 /// The 64-bit FNV-1a hash of `text`: the same value on every platform.
 constexpr std::uint64_t fnv1a64(std::string_view text) noexcept {

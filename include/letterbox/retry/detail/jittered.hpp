@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/retry/detail/classified.hpp>
 #include <letterbox/retry/jitter.hpp>
 
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
 
 /// What a waiting retry policy adds to `classified<Derived>`: the jitter, with its builder, its
 /// accessor and the jittered `delay`. A public base of `fixed` and `exponential`, which pass

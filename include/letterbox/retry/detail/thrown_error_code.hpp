@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <exception>
 #include <system_error>
 
-namespace letterbox::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
 
 /// The error code of the exception `p` holds when it is a `std::system_error` (so also a
 /// `letterbox::error`), or an empty code when `p` is null or holds anything else.

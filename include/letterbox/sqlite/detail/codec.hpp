@@ -21,6 +21,7 @@
 // Fixed-width integers are little-endian two's complement. The decoder checks every length
 // against the input and limits nesting, so a damaged BLOB is reported, never overrun.
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/message.hpp>
 
@@ -35,7 +36,7 @@
 #include <utility>
 #include <variant>
 
-namespace letterbox::sqlite::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite::detail {
 
 inline constexpr unsigned char codec_version = 1;
 /// How deeply arrays and tables may nest. Deeper headers are refused when written (the decoder

@@ -4,6 +4,7 @@
 // What a `database`, its units of work and its stores share: the file's path and options,
 // the connection pool, the busy-retry policy and the last driver error. Private.
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/sqlite/connection.hpp>
 #include <letterbox/sqlite/database_options.hpp>
@@ -25,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::sqlite::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite::detail {
 
 /// Whether `ec` is one of the database errors (`errc::store_*`), whose driver text is worth
 /// keeping, as opposed to a store's own verdict (lease lost, not found, ...).

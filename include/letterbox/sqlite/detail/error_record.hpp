@@ -3,11 +3,13 @@
 
 // The driver's last failure on one connection: its result code and text. Private.
 
+#include <letterbox/config.hpp>
+
 #include <sqlite3.h>
 
 #include <string>
 
-namespace letterbox::sqlite::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite::detail {
 
 /// What an `std::error_code` cannot carry: SQLite's extended result code and message of the
 /// most recent failure on a connection, captured right away (a later ROLLBACK would replace

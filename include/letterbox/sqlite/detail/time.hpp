@@ -3,12 +3,13 @@
 
 // store_time <-> the INTEGER microseconds since the Unix epoch of the SQLite columns. Private.
 
+#include <letterbox/config.hpp>
 #include <letterbox/store_time.hpp>
 
 #include <chrono>
 #include <cstdint>
 
-namespace letterbox::sqlite::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite::detail {
 
 /// Microseconds since the epoch, rounded toward the past (so a time never moves forward).
 inline std::int64_t to_column(store_time t) noexcept {

@@ -3,6 +3,7 @@
 
 // Definitions of letterbox/sqlite/connection.hpp; included at its end.
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/sqlite/connection.hpp>
 #include <letterbox/sqlite/to_error_code.hpp>
@@ -12,7 +13,7 @@
 #include <climits>
 #include <string>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
 

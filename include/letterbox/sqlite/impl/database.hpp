@@ -3,13 +3,14 @@
 
 // Definitions of letterbox/sqlite/database.hpp; included at its end.
 
+#include <letterbox/config.hpp>
 #include <letterbox/sqlite/database.hpp>
 
 #include <memory>
 #include <string>
 #include <utility>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
 

@@ -3,6 +3,7 @@
 
 // Definitions of letterbox/sqlite/outbox_store.hpp; included at its end.
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/payload.hpp>
 #include <letterbox/sqlite/detail/codec.hpp>
@@ -25,7 +26,7 @@
     "headers, properties, payload, created_at, status, attempts, next_attempt_at, last_error, "    \
     "last_failure_at, lease_owner, lease_expires_at, published_at"
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
 

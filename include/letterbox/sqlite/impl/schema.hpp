@@ -3,9 +3,10 @@
 
 // Definitions of letterbox/sqlite/schema.hpp; included at its end.
 
+#include <letterbox/config.hpp>
 #include <letterbox/sqlite/schema.hpp>
 
-namespace letterbox::sqlite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 inline std::span<const schema::migration> schema::migrations() noexcept {
     // Released steps are never edited: a database that recorded version n ran exactly these.

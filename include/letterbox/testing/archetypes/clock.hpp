@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/clock.hpp>
+#include <letterbox/config.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -9,7 +10,7 @@
 
 #include <chrono>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 struct clock_archetype;
 

@@ -2,9 +2,10 @@
 #pragma once
 
 #include <letterbox/concepts/handler.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Exactly what `letterbox::handler` requires, with a trivial body: generic code instantiated
 /// with it proves it uses nothing else. It is move-constructible only (the concept does not

@@ -2,13 +2,14 @@
 #pragma once
 
 #include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
 
 #include <cstddef>
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Exactly what `letterbox::inbox_store` requires, with trivial bodies: generic code
 /// instantiated with it proves it uses nothing else.

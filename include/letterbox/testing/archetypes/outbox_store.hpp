@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Exactly what `letterbox::outbox_store` requires, with trivial bodies: generic code
 /// instantiated with it proves it uses nothing else.

@@ -2,11 +2,12 @@
 #pragma once
 
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/config.hpp>
 
 #include <chrono>
 #include <cstdint>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Exactly what `letterbox::retry_policy` requires, with trivial bodies: generic code
 /// instantiated with it proves it uses nothing else. It is a copyable value, as the concept

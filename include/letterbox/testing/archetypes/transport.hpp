@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/message.hpp>
@@ -19,7 +20,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 namespace detail {
 /// An Asio initiation that starts nothing.

@@ -2,11 +2,12 @@
 #pragma once
 
 #include <letterbox/concepts/unit_of_work.hpp>
+#include <letterbox/config.hpp>
 
 #include <functional>
 #include <system_error>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// Exactly what `letterbox::unit_of_work` requires, with trivial bodies: generic code
 /// instantiated with it proves it uses nothing else. It is move-constructible only: not

@@ -3,13 +3,14 @@
 
 // The words the conformance suites compare error codes in. Private to the suites.
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <string>
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// The text that assertions compare, so a failure prints both codes in words.
 inline constexpr std::string_view success = "success";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/history_text.hpp>
 #include <letterbox/testing/history.hpp>
@@ -19,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 using consumer_and_id = std::pair<std::string, message_id>;
 

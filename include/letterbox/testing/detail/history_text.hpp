@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <boost/uuid/uuid_io.hpp>
@@ -9,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 // Appends `text` as a double-quoted string in which nothing can end the line: `"` and `\` are
 // escaped, and so is every control character, so one event stays one line of the text form.

@@ -6,6 +6,7 @@
 // letterbox/testing/inbox_store_suite.hpp.
 
 #include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/store_suite_support.hpp>
@@ -25,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 namespace store_suite {
 

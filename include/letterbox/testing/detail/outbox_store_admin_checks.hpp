@@ -7,6 +7,7 @@
 // outbox_store_suite.hpp lists them in LETTERBOX_OUTBOX_STORE_SUITE.
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/outbox_store_checks.hpp>
 #include <letterbox/testing/detail/store_suite_support.hpp>
@@ -21,7 +22,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <outbox_store Store>
 void outbox_check_purge_published_by_retention(outbox_store_harness<Store>& h) {

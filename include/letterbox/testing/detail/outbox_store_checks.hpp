@@ -10,6 +10,7 @@
 // included at the end.
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/store_suite_support.hpp>
@@ -27,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 namespace store_suite {
 

@@ -7,6 +7,7 @@
 // outbox_store_suite.hpp lists them in LETTERBOX_OUTBOX_STORE_SUITE.
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/outbox_store_checks.hpp>
@@ -22,7 +23,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <outbox_store Store>
 void outbox_check_mark_published_requires_lease_owner(outbox_store_harness<Store>& h) {

@@ -8,6 +8,7 @@
 // outbox_store_suite.hpp lists them in LETTERBOX_OUTBOX_STORE_SUITE.
 
 #include <letterbox/concepts/outbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/outbox_store_checks.hpp>
@@ -19,7 +20,7 @@
 #include <chrono>
 #include <system_error>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <outbox_store Store>
 void outbox_check_add_is_invisible_until_commit(outbox_store_harness<Store>& h) {

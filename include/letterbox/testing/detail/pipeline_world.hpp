@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/dlq/dead_letter_queue.hpp>
@@ -62,7 +63,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// One simulated run of the whole pipeline for one seed (see `run_pipeline`): the producer's
 /// business transactions and outbox, a relay process, the in-memory broker, the consumers of

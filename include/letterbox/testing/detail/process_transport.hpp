@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
@@ -22,7 +23,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// What a simulated process's transport tells the run's recorder, and asks it.
 struct process_observer {

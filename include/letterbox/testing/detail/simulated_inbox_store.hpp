@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/store_time.hpp>
@@ -15,7 +16,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// An `inbox_store` in front of the application's, for a simulated run: while `busy()` says so,
 /// recording fails with `errc::store_busy`, as the SQLite store reports a database another

@@ -3,6 +3,7 @@
 
 // Helpers shared by outbox_store_suite.hpp and inbox_store_suite.hpp. Private.
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/store_time.hpp>
@@ -16,7 +17,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace letterbox::testing::detail::store_suite {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail::store_suite {
 
 using namespace std::chrono_literals;
 

@@ -6,6 +6,7 @@
 // own so that the suite's reusable pieces and checks can include it without the suite.
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/testing/transport_features.hpp>
 
 #include <chrono>
@@ -13,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// What each check of the suite is given: the fixture's operations, type-erased, so that a
 /// check is a function template of the transport type alone.

@@ -8,6 +8,7 @@
 // by letterbox/testing/transport_suite.hpp, which lists them in LETTERBOX_TRANSPORT_SUITE.
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
@@ -39,7 +40,7 @@
         return;                                                                                    \
     } while (false)
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 using std::chrono::milliseconds;
 

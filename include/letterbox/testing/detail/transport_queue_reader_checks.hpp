@@ -8,6 +8,7 @@
 // which lists them in LETTERBOX_TRANSPORT_SUITE.
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
@@ -31,7 +32,7 @@
         return;                                                                                    \
     } while (false)
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// queue_reader: gets hand out the queue's messages in order, each once, with manual
 /// acknowledgement; an empty queue answers `std::nullopt`; acked messages are gone.

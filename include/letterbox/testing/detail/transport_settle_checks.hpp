@@ -8,6 +8,7 @@
 // them in LETTERBOX_TRANSPORT_SUITE.
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/testing/detail/describe.hpp>
 #include <letterbox/testing/detail/transport_harness.hpp>
@@ -25,7 +26,7 @@
         return;                                                                                    \
     } while (false)
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// WM-05 TestResendOnError: nacked messages come back; none is lost.
 template <transport Transport>

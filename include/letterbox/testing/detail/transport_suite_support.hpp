@@ -9,6 +9,7 @@
 // the archetypes. Included by letterbox/testing/transport_suite.hpp.
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/error.hpp>
@@ -39,7 +40,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::testing {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 // ---- reusable pieces -----------------------------------------------------------------------
 

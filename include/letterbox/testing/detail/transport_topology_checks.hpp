@@ -8,6 +8,7 @@
 // which lists them in LETTERBOX_TRANSPORT_SUITE.
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/testing/detail/describe.hpp>
@@ -25,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// WM-10 TestConsumerGroups: each group (a queue bound to the exchange) gets every message.
 template <transport Transport>

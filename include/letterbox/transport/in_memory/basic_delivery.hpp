@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/message.hpp>
 
@@ -9,7 +10,7 @@
 #include <optional>
 #include <string>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// A delivery as the in-memory broker hands it out (`basic.deliver` / `basic.get-ok`). The
 /// message is shared, not copied: copies routed to several queues share one body.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/clock.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/steady_clock.hpp>
@@ -26,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// Options of the in-memory broker.
 struct broker_options {

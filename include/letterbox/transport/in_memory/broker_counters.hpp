@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
 #include <string_view>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// Why a message left a queue through dead-lettering (the `reason` of `x-death`).
 enum class dead_letter_reason { rejected, expired, maxlen, delivery_limit };

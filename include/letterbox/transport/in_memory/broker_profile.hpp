@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// The RabbitMQ version whose behaviour the in-memory broker reproduces.
 ///

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/basic_properties.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
@@ -16,7 +17,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// A channel on the in-memory broker: the AMQP 0-9-1 methods, synchronous.
 ///

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <string>
 #include <system_error>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// Why a channel or connection closed: the error (a reply code, or `errc::closed` for a
 /// close asked by the client) and RabbitMQ's reply text, e.g.

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/channel.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
 #include <cstdint>
 #include <memory>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// A client connection to the in-memory broker. Closing it (or losing it to a fault or a
 /// broker restart) closes its channels, requeues their unacknowledged deliveries and deletes

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/transport/in_memory/basic_delivery.hpp>
 #include <letterbox/transport/in_memory/close_reason.hpp>
@@ -11,7 +12,7 @@
 #include <functional>
 #include <string>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// Called for each `basic.deliver` to a consumer.
 using delivery_callback = std::function<void(const basic_delivery&)>;

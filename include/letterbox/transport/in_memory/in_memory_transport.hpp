@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/transport.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/settlement.hpp>
@@ -27,7 +28,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
 /// A `transport` over the in-memory RabbitMQ model: what unit and property tests, teaching
 /// examples and simulations run on.

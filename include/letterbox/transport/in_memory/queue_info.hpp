@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 
 #include <cstddef>
 #include <string>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// A snapshot of one queue, as `rabbitmqctl list_queues` would show it.
 struct queue_info {

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <memory>
 #include <string>
 
-namespace letterbox::in_memory {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
 /// A mandatory message that could not be routed (`basic.return`). It reaches the publisher
 /// before the publish's confirm.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/amqp/codec/detail/wire.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 
@@ -14,7 +15,7 @@
 #include <type_traits>
 #include <variant>
 
-namespace letterbox::amqp::codec::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec::detail {
 
 // The limits are public (codec/field_table.hpp); these copies keep the detail header
 // self-contained without a cycle.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <type_traits>
 
 #include <letterbox/amqp/codec/methods/basic.hpp>
@@ -11,7 +13,7 @@
 #include <letterbox/amqp/codec/methods/queue.hpp>
 #include <letterbox/amqp/codec/methods/tx.hpp>
 
-namespace letterbox::amqp::codec::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec::detail {
 
 /// The argument list of each method, in wire order, for one visitor that writes and one that
 /// reads (method_fields<T>::apply(visitor, m) with `m` const for writing). Consecutive `bit`s

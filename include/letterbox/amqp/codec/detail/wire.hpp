@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace letterbox::amqp::codec::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec::detail {
 
 /// Reads AMQP wire primitives (network byte order) from a byte range it does not own.
 ///

@@ -2,11 +2,12 @@
 #pragma once
 
 #include <letterbox/amqp/codec/content_assembler.hpp>
+#include <letterbox/config.hpp>
 
 #include <algorithm>
 #include <utility>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 inline void content_assembler::reset() noexcept {
     pending_ = command{};

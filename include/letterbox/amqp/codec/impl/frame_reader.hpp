@@ -2,10 +2,11 @@
 #pragma once
 
 #include <letterbox/amqp/codec/frame_reader.hpp>
+#include <letterbox/config.hpp>
 
 #include <cstring>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 inline std::error_code frame_reader::set_limits(std::uint32_t frame_max,
                                                 std::uint16_t channel_max) noexcept {

@@ -4,10 +4,11 @@
 #include <letterbox/amqp/codec/content_header.hpp>
 #include <letterbox/amqp/codec/detail/wire.hpp>
 #include <letterbox/amqp/codec/frame_writer.hpp>
+#include <letterbox/config.hpp>
 
 #include <algorithm>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 template <class WritePayload>
 std::error_code frame_writer::framed(std::string& out, frame_type type, std::uint16_t channel,

@@ -5,6 +5,7 @@
 #include <letterbox/amqp/codec/detail/method_fields.hpp>
 #include <letterbox/amqp/codec/detail/wire.hpp>
 #include <letterbox/amqp/codec/method.hpp>
+#include <letterbox/config.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include <utility>
 #include <variant>
 
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 namespace detail {
 
 /// Writes method arguments. Consecutive bits are packed into one octet, low bit first, and a

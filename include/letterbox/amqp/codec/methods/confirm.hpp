@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
+
 #include <cstdint>
 #include <string_view>
 
@@ -10,7 +12,7 @@
 /// are not members (they are written as zero or empty and skipped when read). The static
 /// members give the wire identity: `class_id`, `method_id`, `name` ("class.method") and
 /// `has_content` (a content header and body frames follow the method).
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// confirm.select (85, 10): RabbitMQ extension: puts the channel in publisher-confirm mode.
 struct confirm_select {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 /// are not members (they are written as zero or empty and skipped when read). The static
 /// members give the wire identity: `class_id`, `method_id`, `name` ("class.method") and
 /// `has_content` (a content header and body frames follow the method).
-namespace letterbox::amqp::codec {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
 /// exchange.declare (40, 10): Declares an exchange (`passive`: only check that it exists).
 /// `internal` and `auto_delete` are RabbitMQ's un-deprecated bits.

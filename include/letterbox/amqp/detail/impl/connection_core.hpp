@@ -4,10 +4,11 @@
 // Definitions of connection_core and channel_core (included by connection_core.hpp).
 
 #include <letterbox/amqp/detail/connection_core.hpp>
+#include <letterbox/config.hpp>
 
 #include <algorithm>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- channel_core --------------------------------------------------------------------------
 

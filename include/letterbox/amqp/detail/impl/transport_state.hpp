@@ -7,6 +7,7 @@
 // transport_state_consuming.hpp and transport_state_settling.hpp (settling and basic.get).
 
 #include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/config.hpp>
 
 #include <letterbox/error.hpp>
 
@@ -17,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- connection and recovery ---------------------------------------------------------------
 

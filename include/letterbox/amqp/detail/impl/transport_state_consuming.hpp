@@ -5,6 +5,7 @@
 // basic.consume to their cancel.
 
 #include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/config.hpp>
 
 #include <letterbox/error.hpp>
 
@@ -15,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- consuming -----------------------------------------------------------------------------
 

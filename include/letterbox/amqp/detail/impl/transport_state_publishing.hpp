@@ -5,6 +5,7 @@
 // confirm-mode channel, the confirms and returns.
 
 #include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/config.hpp>
 
 #include <letterbox/error.hpp>
 
@@ -17,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- publishing ----------------------------------------------------------------------------
 

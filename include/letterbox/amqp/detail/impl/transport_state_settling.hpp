@@ -6,6 +6,7 @@
 // basic.get.
 
 #include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/config.hpp>
 
 #include <letterbox/error.hpp>
 
@@ -20,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // A cancelled consumer's channel stays open while it holds unacknowledged deliveries (they
 // can still be settled, as on RabbitMQ), then closes.

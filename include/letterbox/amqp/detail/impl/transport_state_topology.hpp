@@ -5,6 +5,7 @@
 // first use, and the topology (declarations, their record for the recovery, queue depth).
 
 #include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/config.hpp>
 
 #include <letterbox/error.hpp>
 
@@ -15,7 +16,7 @@
 #include <utility>
 #include <variant>
 
-namespace letterbox::amqp::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- channels and topology -----------------------------------------------------------------
 

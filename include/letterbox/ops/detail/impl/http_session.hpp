@@ -3,6 +3,7 @@
 
 // Definitions of http_session (included by server_state.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 
 #include <boost/asio/error.hpp>
@@ -18,7 +19,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 inline http_session::http_session(std::shared_ptr<server_state> server,
                                   boost::asio::ip::tcp::socket socket, std::uint64_t id,

@@ -6,6 +6,7 @@
 // this file: server_state_routes.hpp (dispatch, access, health and metrics),
 // server_state_dlq.hpp and server_state_outbox.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 
 #include <letterbox/error.hpp>
@@ -23,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 // ---- options, listening and accepting ---------------------------------------------------
 inline server_state::server_state(boost::asio::any_io_executor ex, http_server_options o)

@@ -4,6 +4,7 @@
 // Definitions of server_state (included by server_state.hpp): the dead-letter routes (the
 // queues and their depths, browse, one message, replay, purge).
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 
 #include <letterbox/dlq/dead_letter_filter.hpp>
@@ -24,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 // ---- the dead-letter routes ---------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 // Definitions of server_state (included by server_state.hpp): the outbox routes, and the
 // store calls they make on the store worker.
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 
 #include <letterbox/detail/rfc3339.hpp>
@@ -26,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 // ---- the outbox routes -------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 // Definitions of server_state (included by server_state.hpp): the dispatch of a request to its
 // route, the checks of Host and token, the response budget, and the health and metrics routes.
 
+#include <letterbox/config.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 
 #include <letterbox/ops/detail/constant_time_equal.hpp>
@@ -25,7 +26,7 @@
 #include <string_view>
 #include <utility>
 
-namespace letterbox::ops::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 // ---- the routes --------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 // pipeline_world, out of line: the faults: crashes, the scheduled commands, duplicates, cancels,
 // and unroutable publishes (bindings removed, queues deleted).
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
 
 #include <algorithm>
@@ -17,7 +18,7 @@
 #include <system_error>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <pipeline_application App>
 double pipeline_world<App>::chance(std::mt19937_64& rng) {

@@ -4,6 +4,7 @@
 // pipeline_world, out of line: the end of a run: the operator's replay of the dead letters,
 // settling, shutting down, and the checks of the history.
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
 
 #include <algorithm>
@@ -20,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <pipeline_application App>
 void pipeline_world<App>::replay_dead_letters() {

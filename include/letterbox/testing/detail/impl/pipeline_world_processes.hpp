@@ -4,6 +4,7 @@
 // pipeline_world, out of line: the set-up and the processes: the topology, the relay process and
 // the consumer processes, their failpoints and their deaths.
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
 
 #include <chrono>
@@ -16,7 +17,7 @@
 #include <system_error>
 #include <utility>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <pipeline_application App>
 retry::exponential pipeline_world<App>::redelivery_policy() const {

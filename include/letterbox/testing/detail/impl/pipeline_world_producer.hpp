@@ -3,6 +3,7 @@
 
 // pipeline_world, out of line: the producer: the business transactions and their outbox rows.
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <pipeline_application App>
 void pipeline_world<App>::schedule_writes() {

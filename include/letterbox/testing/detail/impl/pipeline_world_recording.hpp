@@ -4,6 +4,7 @@
 // pipeline_world, out of line: recording the history: events, faults, and the observers of the
 // relay and consumer processes.
 
+#include <letterbox/config.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
 
 #include <chrono>
@@ -14,7 +15,7 @@
 #include <utility>
 #include <variant>
 
-namespace letterbox::testing::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <pipeline_application App>
 void pipeline_world<App>::record(history_event_payload what) {

@@ -4,6 +4,7 @@
 // The callbacks the in-memory broker owes its clients, queued until the operation that caused
 // them ends. Private to the in-memory broker (broker_state.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/basic_delivery.hpp>
 #include <letterbox/transport/in_memory/detail/channel_state.hpp>
 #include <letterbox/transport/in_memory/returned_message.hpp>
@@ -12,7 +13,7 @@
 #include <memory>
 #include <variant>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 // Callbacks never run while the broker is mid-operation: they are queued as events and run
 // when the outermost operation ends, so a handler may call back into the broker safely.

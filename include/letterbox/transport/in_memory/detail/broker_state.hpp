@@ -57,7 +57,7 @@
 #include <variant>
 #include <vector>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 struct string_hash {
     using is_transparent = void;

@@ -5,6 +5,7 @@
 // channel holds unacknowledged and the consumers it runs. Private to the in-memory broker
 // (broker_state.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/close_reason.hpp>
 #include <letterbox/transport/in_memory/detail/envelope.hpp>
 #include <letterbox/transport/in_memory/detail/queue_state.hpp>
@@ -18,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 struct channel_state;
 struct connection_state;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/concepts/clock.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -12,7 +13,7 @@
 #include <memory>
 #include <utility>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 // The broker is not a template over its clock: it reads time through this small erased
 // interface, in nanoseconds since the clock's epoch, so one broker type serves the steady and

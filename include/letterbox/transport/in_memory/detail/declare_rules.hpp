@@ -6,6 +6,7 @@
 // in-memory broker (broker_state.hpp).
 // Each rule was compared with a real 3.10.8 broker by tests/integration/amqp_differential.cpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 
@@ -15,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 /// The queue arguments a redeclaration of a classic queue must repeat with the same value, in
 /// the order RabbitMQ 3.10 compares them: the first that differs is the one reported (seen on

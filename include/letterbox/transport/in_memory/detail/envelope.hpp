@@ -5,6 +5,7 @@
 // it was routed to, one `queued` copy per queue. Private to the in-memory broker
 // (broker_state.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <cstddef>
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline constexpr std::int64_t no_expiry = std::numeric_limits<std::int64_t>::max();
 

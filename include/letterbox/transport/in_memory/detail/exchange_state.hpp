@@ -4,6 +4,7 @@
 // An exchange of the in-memory broker: its declaration, the bindings whose source it is and its
 // alternate exchange. Private to the in-memory broker (broker_state.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
 
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 struct exchange_state {
     topology::exchange decl;

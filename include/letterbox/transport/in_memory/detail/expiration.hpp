@@ -4,12 +4,14 @@
 // How the in-memory broker reads a message's `expiration` property. Private to the in-memory
 // broker (broker_state.hpp).
 
+#include <letterbox/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 // RabbitMQ parses the expiration with string:to_integer and refuses leftovers and negatives.
 inline std::int64_t parse_expiration(std::string_view s, std::string& why) {

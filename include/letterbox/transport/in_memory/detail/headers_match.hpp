@@ -5,6 +5,7 @@
 // in-memory broker (broker_state.hpp).
 
 #include <letterbox/basic_properties.hpp>
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/message.hpp>
 
@@ -12,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 // RabbitMQ compares a binding value with a header value as Erlang terms (`==`): numbers by
 // value whatever their AMQP types (int 7 matches long 7, unsigned byte 7, double 7.0 and

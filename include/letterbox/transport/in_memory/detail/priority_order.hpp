@@ -12,13 +12,14 @@
 // sequence is what a consumer or basic.get receives next, what TTL expires and what drop-head
 // drops, as on RabbitMQ, whose dropwhile/drop/fetch walk the priorities from the top.
 
+#include <letterbox/config.hpp>
 #include <letterbox/message.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 /// The priority a queue with `max_priority` (none: not a priority queue) files `m` under.
 inline std::uint8_t filed_priority(const message& m, std::optional<std::uint8_t> max_priority) {

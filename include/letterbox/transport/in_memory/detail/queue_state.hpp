@@ -4,6 +4,7 @@
 // A queue of the in-memory broker: its declaration, its ready messages, its consumers and its
 // TTL and x-expires timers. Private to the in-memory broker (broker_state.hpp).
 
+#include <letterbox/config.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
@@ -18,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 struct consumer_state;
 

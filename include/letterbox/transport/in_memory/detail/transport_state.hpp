@@ -6,6 +6,7 @@
 // basic.get), the publishes awaiting confirms, the consumers, and the reconnection after a lost
 // connection. Private: use `in_memory_transport`.
 
+#include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/settlement.hpp>
@@ -37,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 // The transport's state lives behind a shared_ptr so handlers queued on the executor can
 // outlive a moved-from or destroyed transport object safely.

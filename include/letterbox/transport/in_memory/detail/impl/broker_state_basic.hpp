@@ -4,9 +4,10 @@
 // The basic class: qos, confirms, publish, consume, cancel, get, acknowledgements and recover.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline std::error_code broker_state::basic_qos(channel_state& ch, std::uint16_t prefetch,
                                                bool global) {

@@ -4,9 +4,10 @@
 // Connections and channels: opening them, and closing them with everything they hold.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline std::shared_ptr<connection_state> broker_state::open_connection(std::string name) {
     auto c = std::make_shared<connection_state>();

@@ -4,9 +4,10 @@
 // Dead-lettering: the x-death history, cycles, and republishing to the DLX.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline void broker_state::dead_letter(queue_state& q, queued m, dead_letter_reason r) {
     const auto ri = static_cast<std::size_t>(r);

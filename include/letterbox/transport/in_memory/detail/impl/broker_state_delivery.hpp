@@ -4,9 +4,10 @@
 // Handing ready messages to consumers within their prefetch, and releasing them.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline void broker_state::after_change(queue_state& q, bool fresh_publish) {
     if (q.deleted)

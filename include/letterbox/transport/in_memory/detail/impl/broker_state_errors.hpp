@@ -4,9 +4,10 @@
 // Channel and connection errors, and the checks that raise them.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline std::error_code broker_state::check_open(channel_state& ch) const {
     if (ch.open)

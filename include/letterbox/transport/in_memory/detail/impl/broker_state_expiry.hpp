@@ -4,9 +4,10 @@
 // Message TTL at the head of a queue, its timer, and queue expiry (x-expires).
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline void broker_state::expire_heads(queue_state& q, std::int64_t t) {
     while (auto* h = q.head()) {

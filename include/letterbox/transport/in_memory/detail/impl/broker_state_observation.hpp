@@ -4,9 +4,10 @@
 // What tests and the broker facade read: queue details, names, bindings and totals.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline std::optional<queue_info> broker_state::info(std::string_view name) const {
     auto it = queues_.find(name);

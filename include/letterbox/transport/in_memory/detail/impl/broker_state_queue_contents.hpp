@@ -4,9 +4,10 @@
 // Storing a message in a queue: its expiry, the length limits and overflow.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline std::int64_t broker_state::deadline_for(const queue_state& q,
                                                std::int64_t message_ttl_ms) const {

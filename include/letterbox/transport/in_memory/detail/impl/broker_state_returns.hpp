@@ -4,9 +4,10 @@
 // Messages returned to their queue: by nack, reject, recover or a closed channel.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline void broker_state::requeue_all(channel_state& ch, return_kind how) {
     // Grouped per queue, each group in its original (enqueue) order.

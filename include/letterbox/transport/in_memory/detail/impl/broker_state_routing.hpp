@@ -4,9 +4,10 @@
 // Routing a message through exchanges and their bindings to queues.
 // Member functions of `broker_state`, declared in ../broker_state.hpp.
 
+#include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
-namespace letterbox::in_memory::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 inline void broker_state::route_exchange(const exchange_state& x,
                                          std::span<const std::string_view> keys, const message& msg,

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: BSL-1.0
+// The ODR test of LETTERBOX_FAILPOINTS: this translation unit is built without it, its twin
+// failpoints_on.cpp the other way, and both are linked into one program.
+#undef LETTERBOX_FAILPOINTS
+
+#include <letterbox/failpoint.hpp>
+#include <letterbox/outbox/detail/relay_support.hpp>
+#include <letterbox/outbox/relay_options.hpp>
+
+#include "failpoints.hpp"
+
+namespace letterbox_odr {
+
+failpoint_probe without_failpoints() {
+    letterbox::relay_options options;
+    options.failpoint = [](letterbox::relay_point, const letterbox::outbox_record&) {
+        return false;
+    };
+    bool accepted = true;
+    try {
+        letterbox::detail::check_relay_options(options);
+    } catch (const letterbox::error&) {
+        accepted = false;
+    }
+    return {&letterbox::failpoints_enabled, accepted};
+}
+
+} // namespace letterbox_odr
