@@ -33,13 +33,6 @@
 #include <system_error>
 #include <vector>
 
-// Internal: skips the rest of a check, saying why (Catch2 v2 has no SKIP).
-#define LETTERBOX_DETAIL_SKIP(reason)                                                              \
-    do {                                                                                           \
-        WARN("skipped: " << reason);                                                               \
-        return;                                                                                    \
-    } while (false)
-
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 using std::chrono::milliseconds;
@@ -382,5 +375,3 @@ void transport_check_cancel_keeps_deliveries_settleable(transport_harness<Transp
 }
 
 } // namespace letterbox::testing::detail
-
-#undef LETTERBOX_DETAIL_SKIP

@@ -34,13 +34,6 @@
 #include <utility>
 #include <vector>
 
-// Internal: skips the rest of a check, saying why (Catch2 v2 has no SKIP).
-#define LETTERBOX_DETAIL_SKIP(reason)                                                              \
-    do {                                                                                           \
-        WARN("skipped: " << reason);                                                               \
-        return;                                                                                    \
-    } while (false)
-
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// Adapter checklist: publish/subscribe round trip.
@@ -372,5 +365,3 @@ void transport_check_deliveries_follow_consume_completion(transport_harness<Tran
 }
 
 } // namespace letterbox::testing::detail
-
-#undef LETTERBOX_DETAIL_SKIP

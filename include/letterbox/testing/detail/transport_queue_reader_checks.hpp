@@ -25,13 +25,6 @@
 #include <utility>
 #include <vector>
 
-// Internal: skips the rest of a check, saying why (Catch2 v2 has no SKIP).
-#define LETTERBOX_DETAIL_SKIP(reason)                                                              \
-    do {                                                                                           \
-        WARN("skipped: " << reason);                                                               \
-        return;                                                                                    \
-    } while (false)
-
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// queue_reader: gets hand out the queue's messages in order, each once, with manual
@@ -255,5 +248,3 @@ void transport_check_get_sees_own_requeues(transport_harness<Transport>& h) {
 }
 
 } // namespace letterbox::testing::detail
-
-#undef LETTERBOX_DETAIL_SKIP

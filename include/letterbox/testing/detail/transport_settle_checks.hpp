@@ -19,13 +19,6 @@
 
 #include <cstddef>
 
-// Internal: skips the rest of a check, saying why (Catch2 v2 has no SKIP).
-#define LETTERBOX_DETAIL_SKIP(reason)                                                              \
-    do {                                                                                           \
-        WARN("skipped: " << reason);                                                               \
-        return;                                                                                    \
-    } while (false)
-
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 /// WM-05 TestResendOnError: nacked messages come back; none is lost.
@@ -183,5 +176,3 @@ void transport_check_requeue_loop_does_not_starve_others(transport_harness<Trans
 }
 
 } // namespace letterbox::testing::detail
-
-#undef LETTERBOX_DETAIL_SKIP

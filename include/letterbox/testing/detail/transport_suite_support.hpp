@@ -40,6 +40,14 @@
 #include <utility>
 #include <vector>
 
+// Internal: skips the rest of a check, saying why (Catch2 v2 has no SKIP). Every
+// transport_*_checks.hpp uses it.
+#define LETTERBOX_DETAIL_SKIP(reason)                                                              \
+    do {                                                                                           \
+        WARN("skipped: " << reason);                                                               \
+        return;                                                                                    \
+    } while (false)
+
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 // ---- reusable pieces -----------------------------------------------------------------------
