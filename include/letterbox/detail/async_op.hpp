@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// The one base of letterbox's asynchronous operations (after Beast's async_base): what every
+// `async_*` function does between its initiation and its completion, written once.
+//
+//     return detail::async_start<void(std::error_code)>(
+//         token, owner_executor, [state](detail::async_op<void(std::error_code)> op) {
+//             // runs on owner_executor
+//             op.on_cancel([op](auto) mutable { op(errc::outcome_unknown); });
+//             state->publish(msg, op);
+//         });
+//
+// `async_start`:
+// - posts the start function to the owner's executor (a strand, or an executor whose handlers
+//   never run concurrently), allocating with the handler's associated allocator;
+// - holds a work guard on the handler's associated executor while the operation is pending, so
+//   that its `io_context::run()` does not return before the completion (unless the operation
+//   is `outstanding_work::untracked`, below);
+// - completes on the handler's associated executor (the owner's executor by default), posted,
+//   never inside the initiating call, once: a later completion is ignored, so a cancellation and
+//   the normal completion may race on the owner's executor;
+// - wires the handler's associated cancellation slot, if it is connected:
+//   - a signal that arrives before the start function has run cancels the operation before it
+//     does anything (`total` cancellation): it completes with `operation_canceled` and default
+//     values, and the start function never runs. Every operation supports this;
+//   - a signal that arrives while the operation waits (for a confirm, a timer, a broker) calls
+//     what the operation registered with `on_cancel`, on the owner's executor, if its type is
+//     one the operation accepts (`terminal` by default). An operation that registered nothing
+//     completes normally.
+//   The slot is cleared before the handler runs, as Asio requires.
+
+#include <letterbox/config.hpp>
+#include <letterbox/detail/unique_function.hpp>
+
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
+
+/// The code a cancelled operation completes with, as the error type of its signature.
+template <class ErrorCode>
+ErrorCode cancelled_code() {
+    if constexpr (std::is_same_v<ErrorCode, boost::system::error_code>)
+        return boost::asio::error::operation_aborted;
+    else
+        return std::make_error_code(std::errc::operation_canceled);
+}
+
+/// Whether a pending operation counts as outstanding work on its handler's executor (so that
+/// `io_context::run()` waits for it). Tracked, as in Asio, unless what completes the operation
+/// is driven by the program rather than by the executor: a `virtual_clock` that the program
+/// advances, a broker outage that the program ends, a relay that runs until stopped.
+enum class outstanding_work { tracked, untracked };
+
+template <class Signature>
+class async_op_state;
+template <class Signature>
+class async_op;
+
+/// The type-erased state of one pending operation; `async_op` is a handle to it.
+template <class ErrorCode, class... Values>
+class async_op_state<void(ErrorCode, Values...)> {
+public:
+    async_op_state() = default;
+    async_op_state(const async_op_state&) = delete;
+    async_op_state& operator=(const async_op_state&) = delete;
+    virtual ~async_op_state() = default;
+
+    /// Completes the operation, the first time only; `then` runs on the owner's executor after
+    /// the handler has run.
+    void complete(unique_function<void()> then, ErrorCode ec, Values... values) {
+        if (done_)
+            return;
+        done_ = true;
+        on_cancel_ = nullptr;
+        do_complete(std::move(then), std::move(ec), std::move(values)...);
+    }
+
+    bool done() const noexcept { return done_; }
+
+    /// Called on the owner's executor, after the start function, with the operation itself
+    /// (what `on_cancel` registered does not hold it: no cycle keeps an abandoned one alive).
+    /// The hook runs once: it is taken out first, since it usually completes the operation,
+    /// which would otherwise destroy it while it runs.
+    void cancel(boost::asio::cancellation_type type, async_op<void(ErrorCode, Values...)> self) {
+        if (done_ || !on_cancel_ || (type & accepted_) == boost::asio::cancellation_type::none)
+            return;
+        auto hook = std::move(on_cancel_);
+        on_cancel_ = nullptr;
+        hook(std::move(self));
+    }
+
+    void set_on_cancel(unique_function<void(async_op<void(ErrorCode, Values...)>)> f,
+                       boost::asio::cancellation_type accepted) {
+        on_cancel_ = std::move(f);
+        accepted_ = accepted;
+    }
+
+    /// Set by the slot handler, in whatever thread emits the signal; read by the start.
+    bool cancelled_before_start() const noexcept {
+        return requested_.load(std::memory_order_acquire);
+    }
+    void request_cancel() noexcept { requested_.store(true, std::memory_order_release); }
+
+protected:
+    virtual void do_complete(unique_function<void()> then, ErrorCode ec, Values... values) = 0;
+
+private:
+    bool done_ = false;
+    std::atomic<bool> requested_{false};
+    unique_function<void(async_op<void(ErrorCode, Values...)>)> on_cancel_;
+    boost::asio::cancellation_type accepted_ = boost::asio::cancellation_type::none;
+};
+
+/// A pending asynchronous operation, as its start function sees it: a copyable callable with the
+/// operation's signature that completes it (once), and the place to say what cancelling it does.
+template <class Signature>
+class async_op;
+
+template <class ErrorCode, class... Values>
+class async_op<void(ErrorCode, Values...)> {
+public:
+    using state_type = async_op_state<void(ErrorCode, Values...)>;
+
+    explicit async_op(std::shared_ptr<state_type> state) noexcept
+        : state_(std::move(state)) {}
+
+    /// Completes the operation with these results (ignored when it already completed).
+    void operator()(ErrorCode ec, Values... values) const {
+        state_->complete(nullptr, std::move(ec), std::move(values)...);
+    }
+
+    /// Completes the operation, then runs `then` on the owner's executor once the handler has
+    /// run (a consumer's deliveries start after its `async_consume` completion, for instance).
+    void complete_then(unique_function<void()> then, ErrorCode ec, Values... values) const {
+        state_->complete(std::move(then), std::move(ec), std::move(values)...);
+    }
+
+    /// Completes the operation as cancelled: `operation_canceled` and default values.
+    void cancelled() const { (*this)(cancelled_code<ErrorCode>(), Values{}...); }
+
+    /// What a cancellation does while the operation waits: `f(op)` runs on the owner's
+    /// executor, only while the operation is pending, with this operation as `op` (so `f` need
+    /// not, and should not, hold it). Only a signal of a type in `accepted` does it (Asio's
+    /// meanings): `terminal` by default, for an operation that may leave what it waited for
+    /// undecided (a publish's confirm); add `partial` when what it did is known and reported,
+    /// and `total` when cancelling leaves no trace (a timer's wait).
+    template <class F>
+    void on_cancel(F f, boost::asio::cancellation_type accepted =
+                            boost::asio::cancellation_type::terminal) const {
+        state_->set_on_cancel(std::move(f), accepted);
+    }
+
+    bool done() const noexcept { return state_->done(); }
+
+private:
+    std::shared_ptr<state_type> state_;
+};
+
+template <class Handler, class Owner, class IoExecutor, class Signature>
+class async_op_impl;
+
+/// The concrete state: `Owner` is where the operation's work and its cancellation run (the
+/// owner's strand); `IoExecutor` the executor a handler without one of its own completes on.
+template <class Handler, class Owner, class IoExecutor, class ErrorCode, class... Values>
+class async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...)> final
+    : public async_op_state<void(ErrorCode, Values...)>,
+      public std::enable_shared_from_this<
+          async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...)>> {
+public:
+    using signature = void(ErrorCode, Values...);
+    using handler_executor = boost::asio::associated_executor_t<Handler, IoExecutor>;
+    using work_type = std::decay_t<decltype(boost::asio::prefer(
+        std::declval<handler_executor>(), boost::asio::execution::outstanding_work.tracked))>;
+
+    async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work)
+        : handler_(std::move(handler))
+        , owner_(owner)
+        , io_(io) {
+        if (work == outstanding_work::tracked)
+            work_.emplace(boost::asio::prefer(boost::asio::get_associated_executor(*handler_, io_),
+                                              boost::asio::execution::outstanding_work.tracked));
+    }
+
+    auto allocator() const { return boost::asio::get_associated_allocator(*handler_); }
+
+    /// Installs the slot handler, in the initiating thread (the handler's).
+    void wire_cancellation() {
+        auto slot = boost::asio::get_associated_cancellation_slot(*handler_);
+        if (!slot.is_connected())
+            return;
+        std::weak_ptr<async_op_impl> weak = this->shared_from_this();
+        slot.template emplace<slot_handler>(slot_handler{std::move(weak), owner_});
+    }
+
+private:
+    struct slot_handler {
+        std::weak_ptr<async_op_impl> op;
+        Owner owner;
+        void operator()(boost::asio::cancellation_type type) {
+            if (auto self = op.lock()) {
+                self->request_cancel();
+                boost::asio::post(owner, [op = op, type] {
+                    if (auto s = op.lock())
+                        s->cancel(type, async_op<signature>(s));
+                });
+            }
+        }
+    };
+
+    void do_complete(unique_function<void()> then, ErrorCode ec, Values... values) override {
+        auto alloc = allocator();
+        auto ex = boost::asio::get_associated_executor(*handler_, io_);
+        auto work = std::move(work_); // released once the handler has run
+        work_.reset();
+        boost::asio::post(
+            ex,
+            boost::asio::bind_allocator(
+                alloc, [h = std::move(*handler_), work = std::move(work), owner = owner_,
+                        then = std::move(then),
+                        results = std::make_tuple(std::move(ec), std::move(values)...)]() mutable {
+                    boost::asio::get_associated_cancellation_slot(h).clear();
+                    std::apply(std::move(h), std::move(results));
+                    if (then)
+                        boost::asio::dispatch(owner, std::move(then));
+                }));
+        handler_.reset();
+    }
+
+    std::optional<Handler> handler_;
+    Owner owner_;
+    IoExecutor io_;
+    std::optional<work_type> work_;
+};
+
+/// Makes the state of an operation whose handler is `handler`, with its cancellation wired.
+template <class Signature, class Owner, class IoExecutor, class Handler>
+auto make_async_op(Handler handler, const Owner& owner, const IoExecutor& io,
+                   outstanding_work work) {
+    using impl = async_op_impl<Handler, Owner, IoExecutor, Signature>;
+    auto alloc = boost::asio::get_associated_allocator(handler);
+    auto state = std::allocate_shared<impl>(alloc, std::move(handler), owner, io, work);
+    state->wire_cancellation();
+    return state;
+}
+
+/// Initiates an operation of an object that lives on `owner` (see the top of this file):
+/// `start(async_op<Signature>)` runs on `owner`, unless the operation was cancelled first; a
+/// handler without an associated executor completes on `io` (the object's `get_executor()`).
+template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
+          class Owner, class IoExecutor, class Start>
+auto async_start(Token&& token, const Owner& owner, const IoExecutor& io, Start start) {
+    return boost::asio::async_initiate<Token, Signature>(
+        [owner, io](auto handler, Start start) {
+            auto state = make_async_op<Signature>(std::move(handler), owner, io, Work);
+            auto alloc = state->allocator();
+            boost::asio::post(owner, boost::asio::bind_allocator(
+                                         alloc, [state, start = std::move(start)]() mutable {
+                                             async_op<Signature> op(state);
+                                             if (state->cancelled_before_start())
+                                                 return op.cancelled();
+                                             start(std::move(op));
+                                         }));
+        },
+        token, std::move(start));
+}
+
+/// `async_start` for an object whose strand and executor are one.
+template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
+          class Executor, class Start>
+auto async_start(Token&& token, const Executor& owner, Start start) {
+    return async_start<Signature, Work>(std::forward<Token>(token), owner, owner, std::move(start));
+}
+
+/// Like `async_start`, but `start` runs inside the initiating call, in the caller's thread: for
+/// an object that is not shared between threads and whose operations take effect at once, as
+/// an Asio timer's wait is registered by `async_wait` itself. The completion is still posted.
+template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
+          class Executor, class Start>
+auto async_start_here(Token&& token, const Executor& owner, Start start) {
+    return boost::asio::async_initiate<Token, Signature>(
+        [owner](auto handler, Start start) {
+            start(async_op<Signature>(
+                make_async_op<Signature>(std::move(handler), owner, owner, Work)));
+        },
+        token, std::move(start));
+}
+
+} // namespace letterbox::detail
