@@ -2,13 +2,12 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/detail/unique_function.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -133,6 +132,12 @@ private:
         return k;
     }
 
+    // One wait, cancelled through its operation's cancellation slot.
+    void cancel_wait(const key& k) {
+        if (auto it = waits_.find(k); it != waits_.end())
+            waits_.extract(it).mapped().fire(boost::asio::error::operation_aborted);
+    }
+
     std::size_t cancel_waits(std::uint64_t timer_id, std::vector<key>& keys) {
         std::size_t n = 0;
         for (const auto& k : keys) {
@@ -202,21 +207,26 @@ public:
     /// Cancels pending waits (they complete with `operation_aborted`).
     std::size_t cancel() { return clock_->cancel_waits(id_, keys_); }
 
+    /// Cancellation (the token's cancellation slot): `terminal`, `partial` and `total`, as an
+    /// Asio timer; the wait completes with `operation_aborted`, as after `cancel()`, and the
+    /// timer's other waits are left alone.
     template <class Token>
     auto async_wait(Token&& token) {
-        return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto handler) {
-                auto ex = boost::asio::get_associated_executor(handler, ex_);
-                auto fire = [h = std::move(handler), ex](boost::system::error_code ec) mutable {
-                    boost::asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-                };
-                if (expiry_ <= clock_->now()) {
-                    fire(boost::system::error_code{});
-                    return;
-                }
-                keys_.push_back(clock_->add_wait(expiry_, id_, std::move(fire)));
-            },
-            token);
+        // Untracked: the program advances the clock, not the executor, so a pending wait must
+        // not keep `io_context::run()` from returning.
+        return detail::async_start_here<void(boost::system::error_code),
+                                        detail::outstanding_work::untracked>(
+            std::forward<Token>(token), ex_,
+            [this](detail::async_op<void(boost::system::error_code)> op) {
+                if (expiry_ <= clock_->now())
+                    return op(boost::system::error_code{});
+                const auto k = clock_->add_wait(expiry_, id_, op);
+                keys_.push_back(k);
+                // The clock outlives its timers' waits (its destructor destroys them, and the
+                // operation with them, which ends this hook's reach).
+                op.on_cancel([clock = clock_, k](auto) { clock->cancel_wait(k); },
+                             boost::asio::cancellation_type::all);
+            });
     }
 
 private:

@@ -3,6 +3,8 @@
 
 #include <letterbox/clock.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
@@ -127,6 +129,56 @@ TEST_CASE("a clock destroyed with a pending wait whose handler owns its timer fr
     CHECK(watch.expired()); // destroyed with the clock, once
     io.run();
     CHECK_FALSE(fired);
+}
+
+TEST_CASE("a wait cancelled through its slot ends alone, and keeps no work",
+          "[clock][cancellation]") {
+    boost::asio::io_context io;
+    virtual_clock c;
+    auto timer = c.make_timer(io.get_executor());
+    timer.expires_after(5s);
+    boost::asio::cancellation_signal signal;
+    std::vector<boost::system::error_code> cancelled, kept;
+    timer.async_wait(boost::asio::bind_cancellation_slot(
+        signal.slot(), [&](boost::system::error_code ec) { cancelled.push_back(ec); }));
+    timer.async_wait([&](boost::system::error_code ec) { kept.push_back(ec); });
+    CHECK(c.pending() == 2);
+    poll(io);
+    CHECK(io.stopped()); // untracked: the program, not the executor, moves virtual time
+
+    signal.emit(boost::asio::cancellation_type::terminal);
+    poll(io);
+    REQUIRE(cancelled.size() == 1);
+    CHECK(cancelled[0] == boost::asio::error::operation_aborted);
+    CHECK(c.pending() == 1); // the other wait is left alone
+    CHECK_FALSE(signal.slot().has_handler());
+
+    c.advance(5s);
+    poll(io);
+    REQUIRE(kept.size() == 1);
+    CHECK_FALSE(kept[0]);
+    CHECK(cancelled.size() == 1);
+}
+
+TEST_CASE("a wait honours terminal, partial and total cancellation, as an Asio timer",
+          "[clock][cancellation]") {
+    for (auto type :
+         {boost::asio::cancellation_type::terminal, boost::asio::cancellation_type::partial,
+          boost::asio::cancellation_type::total}) {
+        boost::asio::io_context io;
+        virtual_clock c;
+        auto timer = c.make_timer(io.get_executor());
+        timer.expires_after(1s);
+        boost::asio::cancellation_signal signal;
+        std::vector<boost::system::error_code> got;
+        timer.async_wait(boost::asio::bind_cancellation_slot(
+            signal.slot(), [&](boost::system::error_code ec) { got.push_back(ec); }));
+        signal.emit(type);
+        poll(io);
+        REQUIRE(got.size() == 1);
+        CHECK(got[0] == boost::asio::error::operation_aborted);
+        CHECK(c.pending() == 0);
+    }
 }
 
 } // namespace unit_virtual_clock

@@ -3,11 +3,10 @@
 
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/topology/queue.hpp>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/dispatch.hpp>
+#include <boost/asio/cancellation_type.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -20,30 +19,43 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 /// Declares `queues` one after the other on `t` and completes with
 /// `void(std::error_code)`: the first failure (nothing after it is declared), or success.
 /// Declaring is idempotent, so it is safe on every start (see `retry_topology::queues`).
+///
+/// Cancellation (the token's cancellation slot): `terminal` and `partial`; the declaration
+/// under way finishes, nothing after it is declared (what was declared stays: declaring is
+/// idempotent), and the operation completes with `std::errc::operation_canceled`.
 template <transport Transport, class Token>
 auto async_declare_all(Transport& t, std::vector<queue> queues, Token&& token) {
-    return boost::asio::async_initiate<Token, void(std::error_code)>(
-        [&t](auto handler, std::vector<queue> qs) {
-            struct op {
-                Transport* t;
-                std::vector<queue> qs;
-                std::size_t next = 0;
-                decltype(handler) done;
-                static void step(std::shared_ptr<op> self, std::error_code ec) {
-                    if (ec || self->next == self->qs.size()) {
-                        auto ex = boost::asio::get_associated_executor(self->done,
-                                                                       self->t->get_executor());
-                        return boost::asio::dispatch(
-                            ex, [h = std::move(self->done), ec]() mutable { std::move(h)(ec); });
-                    }
-                    const auto& q = self->qs[self->next++];
-                    self->t->async_declare(q, [self](std::error_code e) { step(self, e); });
-                }
-            };
-            auto o = std::make_shared<op>(op{&t, std::move(qs), 0, std::move(handler)});
-            op::step(std::move(o), {});
-        },
-        token, std::move(queues));
+    using signature = void(std::error_code);
+    struct state {
+        Transport* t;
+        std::vector<queue> qs;
+        std::size_t next = 0;
+        bool cancelled = false;
+
+        static void step(std::shared_ptr<state> self, letterbox::detail::async_op<signature> op,
+                         std::error_code ec) {
+            if (ec || self->next == self->qs.size())
+                return op(ec);
+            if (self->cancelled)
+                return op.cancelled();
+            const auto& q = self->qs[self->next++];
+            self->t->async_declare(q, [self, op](std::error_code e) mutable {
+                step(std::move(self), std::move(op), e);
+            });
+        }
+    };
+    return letterbox::detail::async_start<signature>(
+        std::forward<Token>(token), t.get_executor(),
+        [s = std::make_shared<state>(state{&t, std::move(queues)})](
+            letterbox::detail::async_op<signature> op) mutable {
+            op.on_cancel(
+                [weak = std::weak_ptr<state>(s)](auto) {
+                    if (auto st = weak.lock())
+                        st->cancelled = true;
+                },
+                boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial);
+            state::step(std::move(s), std::move(op), {});
+        });
 }
 
 } // namespace letterbox::topology

@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/steady_clock.hpp>
@@ -14,9 +15,7 @@
 #include <letterbox/transport/in_memory/queue_info.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/post.hpp>
+#include <boost/asio/cancellation_type.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -151,27 +151,28 @@ public:
             waiter();
     }
 
-    /// Completes with `void()` once the broker is up: at once (posted) when it is, otherwise
-    /// when `come_back` is called. The completion runs on the token's associated executor,
-    /// by default the broker's. A wait pending when the broker is destroyed never completes
-    /// (its handler is destroyed). A RabbitMQ client instead retries its connection every
-    /// recovery interval; waiting for the broker's signal is the model's simplification, so
-    /// that an outage costs no polling and no virtual time.
+    /// Completes with `void(std::error_code)` once the broker is up: at once (posted) when it
+    /// is, otherwise when `come_back` is called. The completion runs on the token's associated
+    /// executor, by default the broker's. A wait pending when the broker is destroyed never
+    /// completes (its handler is destroyed). A RabbitMQ client instead retries its connection
+    /// every recovery interval; waiting for the broker's signal is the model's simplification,
+    /// so that an outage costs no polling and no virtual time.
+    ///
+    /// Cancellation (the token's cancellation slot): `terminal`, `partial` and `total`; the wait
+    /// completes at once with `std::errc::operation_canceled`.
     template <class Token>
     auto async_wait_up(Token&& token) {
-        return boost::asio::async_initiate<Token, void()>(
-            [s = state_, ex = ex_](auto handler) {
-                auto handler_ex = boost::asio::get_associated_executor(handler, ex);
-                letterbox::detail::unique_function<void()> fire = [h = std::move(handler),
-                                                                   handler_ex]() mutable {
-                    boost::asio::post(handler_ex, std::move(h));
-                };
-                if (s->is_down())
-                    s->when_up(std::move(fire));
-                else
-                    fire();
-            },
-            token);
+        // Untracked: the program ends the outage, not the executor.
+        return letterbox::detail::async_start<void(std::error_code),
+                                              letterbox::detail::outstanding_work::untracked>(
+            std::forward<Token>(token), ex_,
+            [s = state_](letterbox::detail::async_op<void(std::error_code)> op) {
+                if (!s->is_down())
+                    return op(std::error_code{});
+                op.on_cancel([](auto cancelled) { cancelled.cancelled(); },
+                             boost::asio::cancellation_type::all);
+                s->when_up([op] { op(std::error_code{}); });
+            });
     }
 
 private:

@@ -5,6 +5,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
@@ -15,10 +16,7 @@
 #include <letterbox/transport/in_memory/detail/transport_state.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -90,80 +88,56 @@ public:
     /// (`broker::generate_message_id`); `m` itself is not changed.
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
-        return boost::asio::async_initiate<Token, void(std::error_code)>(
-            [s = state_](auto handler, message msg) {
-                auto ex = boost::asio::get_associated_executor(handler, s->executor());
-                boost::asio::post(s->executor(), [s, ex, msg = std::move(msg),
-                                                  h = std::move(handler)]() mutable {
-                    s->publish(std::move(msg), [ex, h = std::move(h)](std::error_code ec) mutable {
-                        boost::asio::post(ex,
-                                          [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-                    });
-                });
-            },
-            token, m);
+        return start<void(std::error_code)>(
+            std::forward<Token>(token), [m](auto& s, auto op) mutable {
+                // The message is the broker's once this runs: a cancelled wait for its confirm
+                // cannot say whether it was routed.
+                op.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
+                s.publish(std::move(m), op);
+            });
     }
 
     /// Starts a consumer; completes with its tag. `on_delivery` runs for each delivery.
     template <class Token>
     auto async_consume(const consume_options& o, std::function<void(delivery)> on_delivery,
                        Token&& token) {
-        return boost::asio::async_initiate<Token, void(std::error_code, std::string)>(
-            [s = state_](auto handler, consume_options o, std::function<void(delivery)> cb) {
-                auto ex = boost::asio::get_associated_executor(handler, s->executor());
-                boost::asio::post(s->executor(), [s, ex, o = std::move(o), cb = std::move(cb),
-                                                  h = std::move(handler)]() mutable {
-                    std::error_code ec;
-                    auto sub = s->consume(o, std::move(cb), ec);
-                    std::string tag = sub ? sub->options.consumer_tag : std::string();
-                    boost::asio::post(
-                        ex, [s, sub, h = std::move(h), ec, tag = std::move(tag)]() mutable {
-                            std::move(h)(ec, std::move(tag));
-                            if (sub)
-                                boost::asio::dispatch(s->executor(),
-                                                      [s, sub] { s->start_delivering(sub); });
-                        });
-                });
-            },
-            token, o, std::move(on_delivery));
+        return start<void(std::error_code, std::string)>(
+            std::forward<Token>(token), [o, cb = std::move(on_delivery)](auto& s, auto op) mutable {
+                std::error_code ec;
+                auto sub = s.consume(o, std::move(cb), ec);
+                std::string tag = sub ? sub->options.consumer_tag : std::string();
+                // Deliveries wait until the completion has run (the concept).
+                op.complete_then(
+                    [s = s.shared_from_this(), sub] {
+                        if (sub)
+                            s->start_delivering(sub);
+                    },
+                    ec, std::move(tag));
+            });
     }
 
     /// `basic.get` from `queue` with manual acknowledgement: completes with the delivery, or
     /// `std::nullopt` when no message is ready; `errc::not_found` when the queue is missing.
     template <class Token>
     auto async_get(const std::string& queue, Token&& token) {
-        return boost::asio::async_initiate<Token, void(std::error_code, std::optional<delivery>)>(
-            [s = state_](auto handler, std::string q) {
-                auto ex = boost::asio::get_associated_executor(handler, s->executor());
-                boost::asio::post(
-                    s->executor(), [s, ex, q = std::move(q), h = std::move(handler)]() mutable {
-                        std::error_code ec;
-                        auto d = s->get(q, ec);
-                        boost::asio::post(ex, [h = std::move(h), ec, d = std::move(d)]() mutable {
-                            std::move(h)(ec, std::move(d));
-                        });
-                    });
-            },
-            token, queue);
+        return start<void(std::error_code, std::optional<delivery>)>(std::forward<Token>(token),
+                                                                     [queue](auto& s, auto op) {
+                                                                         std::error_code ec;
+                                                                         auto d = s.get(queue, ec);
+                                                                         op(ec, std::move(d));
+                                                                     });
     }
 
     /// The number of ready messages in `queue` (a passive `queue.declare`); `errc::not_found`
     /// when the queue is missing.
     template <class Token>
     auto async_queue_depth(const std::string& queue, Token&& token) {
-        return boost::asio::async_initiate<Token, void(std::error_code, std::uint32_t)>(
-            [s = state_](auto handler, std::string q) {
-                auto ex = boost::asio::get_associated_executor(handler, s->executor());
-                boost::asio::post(
-                    s->executor(), [s, ex, q = std::move(q), h = std::move(handler)]() mutable {
-                        std::error_code ec;
-                        const auto ready = s->depth(q, ec);
-                        boost::asio::post(ex, [h = std::move(h), ec, ready]() mutable {
-                            std::move(h)(ec, ready);
-                        });
-                    });
-            },
-            token, queue);
+        return start<void(std::error_code, std::uint32_t)>(
+            std::forward<Token>(token), [queue](auto& s, auto op) {
+                std::error_code ec;
+                const auto ready = s.depth(queue, ec);
+                op(ec, ready);
+            });
     }
 
     template <class Token>
@@ -215,18 +189,23 @@ private:
         return r;
     }
 
+    // Every operation, through the operation base (detail/async_op.hpp): `f(state, op)` runs on
+    // the broker's executor and completes `op`.
+    template <class Signature, class Token, class F>
+    auto start(Token&& token, F f) {
+        return letterbox::detail::async_start<Signature>(
+            std::forward<Token>(token), state_->executor(),
+            [s = state_, f = std::move(f)](letterbox::detail::async_op<Signature> op) mutable {
+                f(*s, std::move(op));
+            });
+    }
+
+    // An operation that completes as soon as it ran: `op(state)` returns its error code.
     template <class Token, class Op>
     auto run(Token&& token, Op op) {
-        return boost::asio::async_initiate<Token, void(std::error_code)>(
-            [s = state_](auto handler, Op op) {
-                auto ex = boost::asio::get_associated_executor(handler, s->executor());
-                boost::asio::post(s->executor(), [s, ex, op = std::move(op),
-                                                  h = std::move(handler)]() mutable {
-                    auto ec = op(*s);
-                    boost::asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-                });
-            },
-            token, std::move(op));
+        return start<void(std::error_code)>(
+            std::forward<Token>(token),
+            [op = std::move(op)](auto& s, auto done) mutable { done(op(s)); });
     }
 
     std::shared_ptr<in_memory::detail::transport_state> state_;

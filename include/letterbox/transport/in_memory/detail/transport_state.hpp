@@ -312,7 +312,7 @@ private:
             return;
         waiting_for_broker_ = true;
         std::weak_ptr<transport_state> self = weak_from_this();
-        broker_->async_wait_up([self] {
+        broker_->async_wait_up([self](std::error_code) {
             if (auto s = self.lock()) {
                 s->waiting_for_broker_ = false;
                 s->ensure_open();
