@@ -17,6 +17,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -106,6 +108,37 @@ letterbox::consumer_options options_for(std::string queue, letterbox::failure_ac
 }
 
 } // namespace
+
+TEST_CASE("consumer start and stop cancel as the transport's consume and cancel do",
+          "[consumer][cancellation]") {
+    world w;
+    w.declare_queue_with_dead_letters("work");
+    REQUIRE_FALSE(w.publish("work", "a"));
+    int handled = 0;
+    letterbox::consumer c(
+        w.transport, [&](const letterbox::message&) { ++handled; },
+        options_for("work", letterbox::failure_action::dead_letter));
+
+    boost::asio::cancellation_signal signal;
+    std::optional<std::error_code> started;
+    c.async_start(boost::asio::bind_cancellation_slot(
+        signal.slot(), [&](std::error_code ec, std::string) { started = ec; }));
+    signal.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(w.run_until([&] { return started.has_value(); }));
+    CHECK(*started == std::errc::operation_canceled);
+    CHECK(w.broker.queue("work")->consumers == 0);
+    CHECK(handled == 0);
+
+    const auto tag = w.start(c);
+    REQUIRE(w.run_until([&] { return handled == 1; }));
+    std::optional<std::error_code> stopped;
+    c.async_stop(tag, boost::asio::bind_cancellation_slot(
+                          signal.slot(), [&](std::error_code ec) { stopped = ec; }));
+    signal.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(w.run_until([&] { return stopped.has_value(); }));
+    CHECK(*stopped == std::errc::operation_canceled);
+    CHECK(w.broker.queue("work")->consumers == 1); // the cancel never ran
+}
 
 TEST_CASE("consumer acks what its handler handled and dead-letters what failed", "[consumer]") {
     world w;

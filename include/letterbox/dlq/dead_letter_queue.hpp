@@ -56,8 +56,14 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 /// - `async_depth(tok)`: `void(std::error_code, std::uint32_t ready)`.
 ///
 /// Run one scan at a time per queue: a concurrent scan, or a consumer on the dead-letter
-/// queue, sees the messages another scan holds as missing. No operation supports
-/// per-operation cancellation.
+/// queue, sees the messages another scan holds as missing.
+///
+/// Cancellation (the token's cancellation slot): a scan supports `terminal` and `partial`
+/// (what it did is reported). The step under way
+/// finishes (a get, or a replay's publish and acknowledgement: never half a replay), nothing
+/// more is fetched, what the scan holds goes back to the queue, and it completes with
+/// `std::errc::operation_canceled` and the result of what it did. `async_depth` is the
+/// transport's `async_queue_depth` and cancels as that does.
 ///
 /// Lifetime: the transport, and `out` for an export, must outlive the operations; the
 /// `dead_letter_queue` object need not (operations keep what they need).

@@ -131,7 +131,10 @@ public:
     /// - `errc::closed` when the relay was destroyed first, or had already run;
     /// - `errc::precondition_failed` when it is already running.
     ///
-    /// A relay runs once. It does not support per-operation cancellation: call `stop()`.
+    /// A relay runs once. Cancellation (the token's cancellation slot): `terminal`; it stops
+    /// the relay as `stop()` does, gracefully, and `async_run` then completes with
+    /// `std::errc::operation_canceled` instead of success. A pending `async_run` does not count
+    /// as outstanding work on its executor (see Execution above).
     template <class Token>
     auto async_run(Token&& token);
 

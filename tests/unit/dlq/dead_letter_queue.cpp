@@ -20,6 +20,8 @@
 #include <catch2/catch.hpp>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -142,6 +144,65 @@ TEST_CASE("browse returns every entry in queue order and leaves depth and order 
     // A second browse reads the queue as the first one left it: same order.
     CHECK(w.browse_ids() == w.ids);
     CHECK(w.drain(dlq_name).size() == 5);
+}
+
+TEST_CASE("a replay cancelled midway stops after a whole step: nothing lost, nothing doubled",
+          "[dlq][cancellation]") {
+    populated w;
+    boost::asio::cancellation_signal signal;
+    std::optional<std::pair<std::error_code, replay_result>> done;
+    w.dlq.async_replay({}, boost::asio::bind_cancellation_slot(
+                               signal.slot(), [&](std::error_code ec, replay_result r) {
+                                   done.emplace(ec, std::move(r));
+                               }));
+    // Once the first copy is in the work queue, cancel.
+    REQUIRE(w.drive_until([&] { return w.ready(work_queue) >= 1; }));
+    signal.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(w.drive_until([&] { return done.has_value(); }));
+    CHECK(done->first == std::errc::operation_canceled);
+    const auto replayed = done->second.replayed;
+    CHECK(replayed >= 1);
+    CHECK(replayed < 5);
+    CHECK(w.ready(work_queue) == replayed); // each copy's original was removed, no more
+    CHECK(w.ready(dlq_name) == 5 - replayed);
+    CHECK(w.unacked(dlq_name) == 0); // what the scan held went back
+    CHECK_FALSE(signal.slot().has_handler());
+}
+
+TEST_CASE("a browse cancelled before it starts fetches nothing", "[dlq][cancellation]") {
+    populated w;
+    boost::asio::cancellation_signal signal;
+    std::optional<std::error_code> done;
+    w.dlq.async_browse({}, {},
+                       boost::asio::bind_cancellation_slot(
+                           signal.slot(), [&](std::error_code ec, auto) { done = ec; }));
+    signal.emit(boost::asio::cancellation_type::total);
+    REQUIRE(w.drive_until([&] { return done.has_value(); }));
+    CHECK(*done == std::errc::operation_canceled);
+    CHECK(w.ready(dlq_name) == 5);
+    CHECK(w.unacked(dlq_name) == 0);
+}
+
+TEST_CASE("purge, export and depth cancelled before they start do nothing", "[dlq][cancellation]") {
+    populated w;
+    std::ostringstream out;
+    int completed = 0;
+    auto expect_cancelled = [&](auto initiate) {
+        boost::asio::cancellation_signal signal;
+        std::optional<std::error_code> done;
+        initiate(boost::asio::bind_cancellation_slot(signal.slot(),
+                                                     [&](std::error_code ec, auto) { done = ec; }));
+        signal.emit(boost::asio::cancellation_type::terminal);
+        REQUIRE(w.drive_until([&] { return done.has_value(); }));
+        CHECK(*done == std::errc::operation_canceled);
+        ++completed;
+    };
+    expect_cancelled([&](auto token) { w.dlq.async_purge({}, token); });
+    expect_cancelled([&](auto token) { w.dlq.async_export({}, out, token); });
+    expect_cancelled([&](auto token) { w.dlq.async_depth(token); });
+    CHECK(completed == 3);
+    CHECK(out.str().empty());
+    CHECK(w.ready(dlq_name) == 5);
 }
 
 TEST_CASE("the queue's order after a browse is its order before", "[dlq]") {

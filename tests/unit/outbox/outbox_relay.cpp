@@ -25,6 +25,8 @@
 #include <catch2/catch.hpp>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -477,6 +479,51 @@ TEST_CASE("the relay publishes 1000 rows pipelined, each marked once and deliver
     w.run_ready();
     REQUIRE(result.done());
     CHECK_FALSE(*result.ec);
+}
+
+TEST_CASE("cancelling async_run stops the relay gracefully and completes with operation_canceled",
+          "[outbox][outbox_relay][cancellation]") {
+    world w;
+    w.add_many(10);
+    relay r(w.store, w.transport, w.clock, test_options());
+    boost::asio::cancellation_signal signal;
+    std::optional<std::error_code> result;
+    r.async_run(boost::asio::bind_cancellation_slot(signal.slot(),
+                                                    [&](std::error_code ec) { result = ec; }));
+    w.run_ready();
+    CHECK(w.all_published(10));
+    CHECK_FALSE(result);
+    // A partial or total signal asks for what a stop cannot promise: ignored.
+    signal.emit(boost::asio::cancellation_type::partial);
+    w.run_ready();
+    CHECK_FALSE(result);
+
+    signal.emit(boost::asio::cancellation_type::terminal);
+    w.run_ready();
+    REQUIRE(result);
+    CHECK(*result == std::errc::operation_canceled);
+    CHECK_FALSE(signal.slot().has_handler());
+    // Stopped: a row added now stays pending.
+    w.add("late");
+    w.run_for(5s);
+    CHECK(w.count(outbox_status::pending) == 1);
+}
+
+TEST_CASE("async_run cancelled before it starts runs nothing",
+          "[outbox][outbox_relay][cancellation]") {
+    world w;
+    w.add_many(3);
+    relay r(w.store, w.transport, w.clock, test_options());
+    boost::asio::cancellation_signal signal;
+    std::optional<std::error_code> result;
+    r.async_run(boost::asio::bind_cancellation_slot(signal.slot(),
+                                                    [&](std::error_code ec) { result = ec; }));
+    signal.emit(boost::asio::cancellation_type::terminal);
+    w.run_ready();
+    REQUIRE(result);
+    CHECK(*result == std::errc::operation_canceled);
+    CHECK(r.counters().claims == 0);
+    CHECK(w.count(outbox_status::pending) == 3);
 }
 
 TEST_CASE("the delivered message is the row's message: the message id is published unchanged",

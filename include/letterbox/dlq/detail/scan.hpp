@@ -72,9 +72,15 @@ public:
         next();
     }
 
+    /// The operation was cancelled: the step under way finishes, nothing more is fetched, what
+    /// is held goes back, and the scan completes with `operation_canceled` and what it did.
+    void cancel() noexcept { cancelled_ = true; }
+
 private:
     void next() {
-        if (enough_ || (bounded_ && fetched_ >= budget_))
+        if (cancelled_ && !error_)
+            error_ = std::make_error_code(std::errc::operation_canceled);
+        if (enough_ || cancelled_ || (bounded_ && fetched_ >= budget_))
             return release();
         transport_.async_get(queue_, [self = this->shared_from_this()](std::error_code ec,
                                                                        std::optional<delivery> d) {
@@ -290,6 +296,7 @@ private:
     std::size_t matched_ = 0;
     std::size_t page_bytes_ = 0; // browse: the bodies of the entries returned so far
     bool enough_ = false;
+    bool cancelled_ = false;
     handle_numbering handles_{};
     std::vector<delivery> held_{};
     std::optional<delivery> current_{};

@@ -2,13 +2,12 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/dlq/detail/scan.hpp>
 #include <letterbox/error.hpp>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/post.hpp>
+#include <boost/asio/cancellation_type.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -31,24 +30,26 @@ auto launch_scan(Transport* t, const std::string& queue,
                  dead_letter_filter filter, page p, std::ostream* out, Token&& token,
                  Extract extract) {
     using op_type = scan<Transport>;
-    return boost::asio::async_initiate<Token, Signature>(
-        [t, queue, options, kind, p, out, extract](auto handler, dead_letter_filter f) {
-            auto ex = boost::asio::get_associated_executor(handler, t->get_executor());
-            typename op_type::completion done = [h = std::move(handler), ex,
-                                                 extract](std::error_code ec,
-                                                          typename op_type::outcome r) mutable {
-                auto value = extract(r);
-                boost::asio::post(ex, [h = std::move(h), ec, value = std::move(value)]() mutable {
-                    std::move(h)(ec, std::move(value));
-                });
+    return letterbox::detail::async_start<Signature>(
+        std::forward<Token>(token), t->get_executor(),
+        [t, queue, options, kind, p, out, extract,
+         f = std::move(filter)](letterbox::detail::async_op<Signature> op) mutable {
+            typename op_type::completion done = [op, extract](std::error_code ec,
+                                                              typename op_type::outcome r) {
+                op(ec, extract(r));
             };
-            auto op =
+            auto scan =
                 std::make_shared<op_type>(*t, queue, kind, std::move(f), options, std::move(done));
-            op->set_page(p);
-            op->set_output(out);
-            boost::asio::post(t->get_executor(), [op] { op->start(); });
-        },
-        token, std::move(filter));
+            scan->set_page(p);
+            scan->set_output(out);
+            op.on_cancel(
+                [weak = std::weak_ptr<op_type>(scan)](auto) {
+                    if (auto s = weak.lock())
+                        s->cancel();
+                },
+                boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial);
+            scan->start();
+        });
 }
 
 } // namespace detail

@@ -79,15 +79,6 @@ public:
 
     // -- entry points from any thread: they only post ---------------------------------------
 
-    void post_start(completion done) {
-        boost::asio::post(ex_, [weak = this->weak_from_this(), d = std::move(done)]() mutable {
-            if (auto self = weak.lock())
-                self->start(std::move(d));
-            else
-                d(errc::closed); // the relay was destroyed before it could start
-        });
-    }
-
     void post_wake() { post_weak(ex_, this->weak_from_this(), &relay_engine::on_wake); }
 
     void post_stop() { post_weak(ex_, this->weak_from_this(), &relay_engine::on_stop); }
@@ -96,6 +87,27 @@ public:
         return [ex = ex_, weak = this->weak_from_this()] {
             post_weak(ex, weak, &relay_engine::on_wake);
         };
+    }
+
+    // -- on the executor: `async_run`'s start and cancellation -------------------------------
+
+    void start(completion done) {
+        if (phase_ != phase::ready) {
+            done(phase_ == phase::finished ? errc::closed : errc::precondition_failed);
+            return;
+        }
+        run_done_ = std::move(done);
+        if (stop_requested_) {
+            finish({});
+            return;
+        }
+        begin();
+    }
+
+    // A stop whose `async_run` then completes with `operation_canceled`.
+    void cancel_run() {
+        run_cancelled_ = true;
+        on_stop();
     }
 
     // -- the relay object's destructor -----------------------------------------------------
@@ -146,16 +158,7 @@ private:
 
     // -- handlers ----------------------------------------------------------------------------
 
-    void start(completion done) {
-        if (phase_ != phase::ready) {
-            done(phase_ == phase::finished ? errc::closed : errc::precondition_failed);
-            return;
-        }
-        run_done_ = std::move(done);
-        if (stop_requested_) {
-            finish({});
-            return;
-        }
+    void begin() {
         phase_ = phase::running;
         const auto now = clock_.now();
         next_poll_ = now + to_clock(options_.poll_interval);
@@ -642,7 +645,7 @@ private:
         if (run_done_) {
             auto done = std::move(run_done_);
             run_done_ = nullptr;
-            done(ec);
+            done(run_cancelled_ && !ec ? std::make_error_code(std::errc::operation_canceled) : ec);
         }
     }
 
@@ -657,6 +660,7 @@ private:
 
     phase phase_ = phase::ready;
     bool stop_requested_ = false;
+    bool run_cancelled_ = false;
     completion run_done_;
 
     std::deque<outbox_record> queue_; // claimed, not sent yet, creation order

@@ -7,13 +7,9 @@
 #include <letterbox/config.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 
-#include <letterbox/detail/unique_function.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/outbox/detail/relay_engine.hpp>
 #include <letterbox/outbox/detail/relay_support.hpp>
-
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/post.hpp>
 
 #include <functional>
 #include <memory>
@@ -49,16 +45,19 @@ const std::string& outbox_relay<OutboxStore, Transport, Clock>::owner() const no
 template <outbox_store OutboxStore, transport Transport, clock Clock>
 template <class Token>
 auto outbox_relay<OutboxStore, Transport, Clock>::async_run(Token&& token) {
-    return boost::asio::async_initiate<Token, void(std::error_code)>(
-        [engine = engine_](auto handler) {
-            auto ex = boost::asio::get_associated_executor(handler, engine->executor());
-            detail::unique_function<void(std::error_code)> done = [h = std::move(handler),
-                                                                   ex](std::error_code ec) mutable {
-                boost::asio::post(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-            };
-            engine->post_start(std::move(done));
-        },
-        token);
+    using signature = void(std::error_code);
+    return detail::async_start<signature, detail::outstanding_work::untracked>(
+        std::forward<Token>(token), engine_->executor(),
+        [weak = std::weak_ptr(engine_)](detail::async_op<signature> op) {
+            auto engine = weak.lock();
+            if (!engine)
+                return op(errc::closed); // the relay was destroyed before it could start
+            op.on_cancel([weak](auto) {
+                if (auto e = weak.lock())
+                    e->cancel_run();
+            });
+            engine->start(op);
+        });
 }
 
 template <outbox_store OutboxStore, transport Transport, clock Clock>
