@@ -9,6 +9,8 @@
 
 #include "amqp_broker.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -334,6 +336,129 @@ TEST_CASE("amqp transport: publishes wait while the broker blocks publishing, th
     });
     REQUIRE(b.f.run_until([&] { return depth.has_value(); }, b.timeout));
     CHECK(*depth == 3);
+    CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
+}
+
+TEST_CASE("amqp transport: a publish cancelled while its confirm is held reports outcome_unknown, "
+          "and a get cancelled while its reply is held gives its message back",
+          "[.integration][amqp][disruptive][cancellation]") {
+    if (std::getenv("LETTERBOX_RABBITMQ_DIR") == nullptr) {
+        WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
+             "tests/tools/rabbitmq.sh), so rabbitmqctl cannot raise a memory alarm");
+        return;
+    }
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "cancelled");
+    // The memory alarm stops the broker reading from this (publishing) connection: the publish
+    // leaves, and neither its confirm nor the get's reply comes until the alarm clears.
+    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0"));
+    struct restore_watermark {
+        ~restore_watermark() { (void)rabbitmqctl("set_vm_memory_high_watermark 0.4"); }
+    } restore;
+
+    boost::asio::cancellation_signal publish_signal;
+    std::optional<std::error_code> published;
+    message m;
+    m.id = letterbox::message_id_generator{}();
+    m.routing_key = queue;
+    m.body = "cancelled while held";
+    t.async_publish(m, boost::asio::bind_cancellation_slot(
+                           publish_signal.slot(), [&](std::error_code ec) { published = ec; }));
+    CHECK_FALSE(
+        b.f.run_until([&] { return published.has_value(); }, std::chrono::milliseconds{500}));
+    publish_signal.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(b.f.run_until([&] { return published.has_value(); }, b.timeout));
+    CHECK(*published == letterbox::errc::outcome_unknown); // never success
+
+    boost::asio::cancellation_signal get_signal;
+    std::optional<std::error_code> got;
+    t.async_get(queue, boost::asio::bind_cancellation_slot(
+                           get_signal.slot(),
+                           [&](std::error_code ec, std::optional<delivery>) { got = ec; }));
+    CHECK_FALSE(b.f.run_until([&] { return got.has_value(); }, std::chrono::milliseconds{300}));
+    get_signal.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(b.f.run_until([&] { return got.has_value(); }, b.timeout));
+    CHECK(*got == std::errc::operation_canceled);
+
+    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0.4"));
+    // The frame had left: the broker has the message, and the late get-ok was given back, so
+    // it is ready again (not held by the transport).
+    std::optional<std::uint32_t> depth;
+    const auto deadline = std::chrono::steady_clock::now() + b.timeout;
+    for (int i = 0; i < 200 && std::chrono::steady_clock::now() < deadline && depth != 1u; ++i) {
+        depth.reset();
+        t.async_queue_depth(queue,
+                            [&](std::error_code ec, std::uint32_t n) { depth = ec ? 0u : n; });
+        REQUIRE(b.f.run_until([&] { return depth.has_value(); }, b.timeout));
+        if (depth != 1u)
+            b.f.run_until([] { return false; }, std::chrono::milliseconds{50});
+    }
+    CHECK(depth == 1u);
+    CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
+}
+
+TEST_CASE("amqp transport: operations cancelled before they start do nothing",
+          "[.integration][amqp][cancellation]") {
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "not.started");
+    auto cancelled_at_once = [&](auto initiate) {
+        boost::asio::cancellation_signal signal;
+        std::optional<std::error_code> result;
+        initiate(boost::asio::bind_cancellation_slot(
+            signal.slot(), [&](std::error_code ec, auto&&...) { result = ec; }));
+        signal.emit(boost::asio::cancellation_type::terminal);
+        REQUIRE(b.f.run_until([&] { return result.has_value(); }, b.timeout));
+        return *result;
+    };
+    const std::error_code canceled = std::make_error_code(std::errc::operation_canceled);
+    message m;
+    m.id = letterbox::message_id_generator{}();
+    m.routing_key = queue;
+    CHECK(cancelled_at_once([&](auto tok) { t.async_publish(m, tok); }) == canceled);
+    letterbox::topology::queue other;
+    other.name = b.f.unique_name("never.declared");
+    CHECK(cancelled_at_once([&](auto tok) { t.async_declare(other, tok); }) == canceled);
+    letterbox::consume_options o;
+    o.queue = queue;
+    CHECK(cancelled_at_once([&](auto tok) {
+              t.async_consume(
+                  o, [](delivery) {}, tok);
+          }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { t.async_get(queue, tok); }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { t.async_queue_depth(queue, tok); }) == canceled);
+    letterbox::topology::exchange x;
+    x.name = b.f.unique_name("never.declared.x");
+    CHECK(cancelled_at_once([&](auto tok) { t.async_declare(x, tok); }) == canceled);
+    letterbox::topology::binding bind;
+    bind.source = "amq.direct";
+    bind.destination = queue;
+    bind.routing_key = "never";
+    CHECK(cancelled_at_once([&](auto tok) { t.async_bind(bind, tok); }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { t.async_cancel("no-such-consumer", tok); }) ==
+          canceled);
+    delivery none;
+    CHECK(cancelled_at_once([&](auto tok) { t.async_ack(none, tok); }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { t.async_nack(none, true, tok); }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { t.async_reject(none, false, tok); }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { t.async_close(tok); }) == canceled);
+
+    std::optional<std::uint32_t> depth;
+    t.async_queue_depth(queue, [&](std::error_code ec, std::uint32_t n) {
+        CHECK_FALSE(ec);
+        depth = n;
+    });
+    REQUIRE(b.f.run_until([&] { return depth.has_value(); }, b.timeout));
+    CHECK(*depth == 0); // the publish never ran
+    std::optional<std::uint32_t> missing;
+    std::error_code missing_ec;
+    t.async_queue_depth(other.name, [&](std::error_code ec, std::uint32_t n) {
+        missing_ec = ec;
+        missing = n;
+    });
+    REQUIRE(b.f.run_until([&] { return missing.has_value(); }, b.timeout));
+    CHECK(missing_ec == letterbox::errc::not_found); // nor the declare
     CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
 }
 

@@ -125,6 +125,8 @@ public:
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
         return run<void(std::error_code)>(std::forward<Token>(token), [m](auto& s, auto done) {
+            // Handed to the connection: whether it reached the broker is not known.
+            done.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
             s.publish(std::move(m), std::move(done));
         });
     }
@@ -139,8 +141,16 @@ public:
     template <class Token>
     auto async_get(const std::string& queue, Token&& token) {
         return run<void(std::error_code, std::optional<delivery>)>(
-            std::forward<Token>(token),
-            [queue](auto& s, auto done) { s.get(queue, std::move(done)); });
+            std::forward<Token>(token), [queue](auto& s, auto done) {
+                s.get(queue, [&s, done](std::error_code ec, std::optional<delivery> d) {
+                    // A message that arrives after the get was cancelled goes back at once.
+                    if (done.done() && d)
+                        return s.settle(d->channel, d->delivery_tag,
+                                        letterbox::detail::settlement::nack, true,
+                                        [](std::error_code) {});
+                    done(ec, std::move(d));
+                });
+            });
     }
 
     /// The number of ready messages in `queue` (a passive `queue.declare`); `errc::not_found`

@@ -8,6 +8,8 @@
 
 #include "fake_server.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/ssl/error.hpp>
 
 #include <letterbox/amqp/codec/method.hpp>
@@ -28,6 +30,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace codec = letterbox::amqp::codec;
 using amqp_test::client;
+using amqp_test::loopback_url;
 using amqp_test::scripted_server;
 
 codec::connection_tune default_tune(std::uint16_t heartbeat = 0) {
@@ -35,6 +38,45 @@ codec::connection_tune default_tune(std::uint16_t heartbeat = 0) {
 }
 
 } // namespace
+
+TEST_CASE("connection: a connect cancelled during the handshake aborts it, and its other "
+          "operations cancel before they start",
+          "[amqp][connection][cancellation]") {
+    // The server accepts the TCP connection but never sends connection.start: the handshake
+    // waits until it is cancelled.
+    scripted_server server;
+    client c;
+    boost::asio::cancellation_signal signal;
+    std::optional<std::error_code> connected;
+    c.conn.async_connect(loopback_url(server.port()),
+                         boost::asio::bind_cancellation_slot(
+                             signal.slot(), [&](std::error_code ec) { connected = ec; }));
+    CHECK_FALSE(c.run_until([&] { return connected.has_value(); }, std::chrono::milliseconds{200}));
+    signal.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(c.run_until([&] { return connected.has_value(); }));
+    CHECK(*connected == std::errc::operation_canceled);
+    CHECK_FALSE(signal.slot().has_handler());
+
+    // wait_closed completes with the error the connection closed with: it was aborted.
+    std::optional<std::error_code> closed;
+    c.conn.async_wait_closed([&](std::error_code ec) { closed = ec; });
+    REQUIRE(c.run_until([&] { return closed.has_value(); }));
+    CHECK(*closed);
+
+    auto cancelled_at_once = [&](auto initiate) {
+        boost::asio::cancellation_signal s;
+        std::optional<std::error_code> result;
+        initiate(boost::asio::bind_cancellation_slot(
+            s.slot(), [&](std::error_code ec, auto&&...) { result = ec; }));
+        s.emit(boost::asio::cancellation_type::terminal);
+        REQUIRE(c.run_until([&] { return result.has_value(); }));
+        return *result;
+    };
+    const std::error_code canceled = std::make_error_code(std::errc::operation_canceled);
+    CHECK(cancelled_at_once([&](auto tok) { c.conn.async_info(tok); }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { c.conn.async_wait_closed(tok); }) == canceled);
+    CHECK(cancelled_at_once([&](auto tok) { c.conn.async_close(tok); }) == canceled);
+}
 
 TEST_CASE("connection: the handshake sends PLAIN credentials, capabilities, tune-ok and the vhost",
           "[amqp][connection]") {

@@ -5,11 +5,12 @@
 
 #include <letterbox/amqp/connection.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/async_op.hpp>
 
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
 
+#include <memory>
+#include <system_error>
 #include <utility>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
@@ -20,28 +21,30 @@ inline connection::~connection() {
                               [c = core_] { c->abort(make_error_code(errc::closed)); });
 }
 
+// Every operation, through the operation base (letterbox/detail/async_op.hpp): `op(core,
+// done)` runs on the strand; a `terminal` cancellation completes it with `operation_canceled`
+// unless the operation says otherwise.
 template <class Signature, class Token, class Op>
 auto connection::run(Token&& token, Op op) {
-    return boost::asio::async_initiate<Token, Signature>(
-        [c = core_, ex = ex_](auto handler, Op op) {
-            auto hex = boost::asio::get_associated_executor(handler, ex);
-            boost::asio::post(c->strand(),
-                              [c, hex, op = std::move(op), h = std::move(handler)]() mutable {
-                                  op(*c, [hex, h = std::move(h)](auto... args) mutable {
-                                      boost::asio::post(hex, [h = std::move(h), args...]() mutable {
-                                          std::move(h)(std::move(args)...);
-                                      });
-                                  });
-                              });
-        },
-        token, std::move(op));
+    return letterbox::detail::async_start<Signature>(
+        std::forward<Token>(token), core_->strand(), ex_,
+        [c = core_, op = std::move(op)](letterbox::detail::async_op<Signature> done) mutable {
+            done.on_cancel([](auto cancelled) { cancelled.cancelled(); });
+            op(*c, std::move(done));
+        });
 }
 
 template <class Token>
 auto connection::async_connect(const url& u, Token&& token) {
     return run<void(std::error_code)>(
-        std::forward<Token>(token),
-        [u](detail::connection_core& c, auto done) { c.connect(u, std::move(done)); });
+        std::forward<Token>(token), [u](detail::connection_core& c, auto done) {
+            // A connection half made is no use to anyone: cancelling aborts it.
+            done.on_cancel([c = c.shared_from_this()](auto cancelled) {
+                cancelled.cancelled();
+                c->abort(std::make_error_code(std::errc::operation_canceled));
+            });
+            c.connect(u, std::move(done));
+        });
 }
 
 template <class Token>

@@ -5,61 +5,59 @@
 
 #include <letterbox/amqp/transport.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/async_op.hpp>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
-
-#include <tuple>
+#include <memory>
+#include <string>
+#include <system_error>
 #include <utility>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
-// Posts `op(state, done)` to the strand; `done(args...)` posts the completion to the handler's
-// associated executor (the transport's executor by default).
+// Every operation, through the operation base (letterbox/detail/async_op.hpp): `op(state,
+// done)` runs on the strand, `done` completes the operation on the handler's associated executor
+// (the transport's executor by default). Unless the operation says otherwise, a `terminal`
+// cancellation completes it at once with `operation_canceled`; the broker may still carry out
+// the request, whose reply is then ignored.
 template <class Signature, class Token, class Op>
 auto transport::run(Token&& token, Op op) {
-    return boost::asio::async_initiate<Token, Signature>(
-        [s = state_, ex = ex_](auto handler, Op op) {
-            auto hex = boost::asio::get_associated_executor(handler, ex);
-            boost::asio::post(s->strand(), [s, hex, op = std::move(op),
-                                            h = std::move(handler)]() mutable {
-                op(*s, [hex, h = std::move(h)](auto... args) mutable {
-                    boost::asio::post(hex, [h = std::move(h),
-                                            args = std::make_tuple(std::move(args)...)]() mutable {
-                        std::apply(std::move(h), std::move(args));
-                    });
-                });
-            });
-        },
-        token, std::move(op));
+    return letterbox::detail::async_start<Signature>(
+        std::forward<Token>(token), state_->strand(), ex_,
+        [s = state_, op = std::move(op)](letterbox::detail::async_op<Signature> done) mutable {
+            done.on_cancel([](auto cancelled) { cancelled.cancelled(); });
+            op(*s, std::move(done));
+        });
 }
 
 template <class Token>
 auto transport::async_consume(const consume_options& o, std::function<void(delivery)> on_delivery,
                               Token&& token) {
-    return boost::asio::async_initiate<Token, void(std::error_code, std::string)>(
-        [s = state_, ex = ex_](auto handler, consume_options o, std::function<void(delivery)> cb) {
-            auto hex = boost::asio::get_associated_executor(handler, ex);
-            boost::asio::post(s->strand(), [s, hex, o = std::move(o), cb = std::move(cb),
-                                            h = std::move(handler)]() mutable {
-                s->consume(std::move(o), std::move(cb),
-                           [s, hex, h = std::move(h)](
-                               std::error_code ec,
-                               std::shared_ptr<detail::transport_state::subscription> sub) mutable {
-                               std::string tag = sub ? sub->options.consumer_tag : std::string();
-                               // Deliveries wait until the completion has run (the concept).
-                               boost::asio::post(hex, [s, sub, h = std::move(h), ec,
-                                                       tag = std::move(tag)]() mutable {
-                                   std::move(h)(ec, std::move(tag));
-                                   if (sub)
-                                       boost::asio::dispatch(
-                                           s->strand(), [s, sub] { s->start_delivering(sub); });
-                               });
-                           });
-            });
-        },
-        token, o, std::move(on_delivery));
+    using signature = void(std::error_code, std::string);
+    return run<signature>(
+        std::forward<Token>(token),
+        [o, cb = std::move(on_delivery)](detail::transport_state& s,
+                                         letterbox::detail::async_op<signature> done) mutable {
+            s.consume(std::move(o), std::move(cb),
+                      [s = s.shared_from_this(),
+                       done](std::error_code ec,
+                             std::shared_ptr<detail::transport_state::subscription> sub) {
+                          std::string tag = sub ? sub->options.consumer_tag : std::string();
+                          if (done.done()) {
+                              // Cancelled while waiting for consume-ok: nobody has the tag,
+                              // so the consumer it started is cancelled again.
+                              if (sub)
+                                  s->cancel(tag, [](std::error_code) {});
+                              return;
+                          }
+                          // Deliveries wait until the completion has run (the concept).
+                          done.complete_then(
+                              [s, sub] {
+                                  if (sub)
+                                      s->start_delivering(sub);
+                              },
+                              ec, std::move(tag));
+                      });
+        });
 }
 
 } // namespace letterbox::amqp
