@@ -4,10 +4,11 @@
 #include <letterbox/config.hpp>
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -235,15 +236,23 @@ inline bool operator==(const field_table& a, const field_table& b) {
 /// Renders a field value as JSON for logs, dumps and the ops API. Integers and floats become
 /// numbers, strings stay strings, void becomes null; the types JSON lacks are tagged objects:
 /// `{"$timestamp": seconds}`, `{"$decimal": [scale, value]}`, `{"$bytes": "hex"}`.
-inline void to_json(nlohmann::json& j, const field_value& v);
+/// (Templates, so that this header needs only <nlohmann/json_fwd.hpp>: the JSON type is complete
+/// where a conversion is used.)
+template <class Json>
+    requires std::same_as<Json, nlohmann::json>
+void to_json(Json& j, const field_value& v);
 
-inline void to_json(nlohmann::json& j, const field_table& t) {
-    j = nlohmann::json::object();
+template <class Json>
+    requires std::same_as<Json, nlohmann::json>
+void to_json(Json& j, const field_table& t) {
+    j = Json::object();
     for (const auto& [name, value] : t)
         to_json(j[name], value);
 }
 
-inline void to_json(nlohmann::json& j, const field_value& v) {
+template <class Json>
+    requires std::same_as<Json, nlohmann::json>
+void to_json(Json& j, const field_value& v) {
     std::visit(
         [&j](const auto& x) {
             using T = std::decay_t<decltype(x)>;
@@ -263,9 +272,9 @@ inline void to_json(nlohmann::json& j, const field_value& v) {
                 }
                 j = {{"$bytes", hex}};
             } else if constexpr (std::is_same_v<T, field_array>) {
-                j = nlohmann::json::array();
+                j = Json::array();
                 for (const auto& e : x) {
-                    nlohmann::json item;
+                    Json item;
                     to_json(item, e);
                     j.push_back(std::move(item));
                 }

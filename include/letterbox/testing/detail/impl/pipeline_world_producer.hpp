@@ -4,7 +4,10 @@
 // pipeline_world, out of line: the producer: the business transactions and their outbox rows.
 
 #include <letterbox/config.hpp>
+#include <letterbox/payload.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
