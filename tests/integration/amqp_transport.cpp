@@ -268,15 +268,36 @@ bool rabbitmqctl(const std::string& args) {
     return std::system(command.c_str()) == 0;
 }
 
+/// Whether rabbitmqctl can reach the broker; warns (the test is then skipped) when it cannot.
+bool broker_is_controllable() {
+    if (std::getenv("LETTERBOX_RABBITMQ_DIR") != nullptr)
+        return true;
+    WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
+         "tests/tools/rabbitmq.sh), so rabbitmqctl cannot reach it");
+    return false;
+}
+
+/// The broker's memory alarm, raised for the object's lifetime (a watermark of 0): the broker
+/// sends connection.blocked and stops reading from publishing connections until it clears.
+struct memory_alarm {
+    bool raised = rabbitmqctl("set_vm_memory_high_watermark 0");
+    memory_alarm() = default;
+    memory_alarm(const memory_alarm&) = delete;
+    memory_alarm& operator=(const memory_alarm&) = delete;
+    ~memory_alarm() { (void)lift(); }
+    bool lift() {
+        if (raised && rabbitmqctl("set_vm_memory_high_watermark 0.4"))
+            raised = false;
+        return !raised;
+    }
+};
+
 } // namespace
 
 TEST_CASE("amqp transport: a consumer survives the broker closing its connection",
           "[.integration][amqp][disruptive]") {
-    if (std::getenv("LETTERBOX_RABBITMQ_DIR") == nullptr) {
-        WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
-             "tests/tools/rabbitmq.sh), so rabbitmqctl cannot reach it");
+    if (!broker_is_controllable())
         return;
-    }
     broker b;
     auto t = b.f.make();
     const auto queue = b.fresh_queue(t, "forced");
@@ -294,21 +315,14 @@ TEST_CASE("amqp transport: a consumer survives the broker closing its connection
 
 TEST_CASE("amqp transport: publishes wait while the broker blocks publishing, then complete",
           "[.integration][amqp][disruptive]") {
-    if (std::getenv("LETTERBOX_RABBITMQ_DIR") == nullptr) {
-        WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
-             "tests/tools/rabbitmq.sh), so rabbitmqctl cannot raise a memory alarm");
+    if (!broker_is_controllable())
         return;
-    }
     broker b;
     auto t = b.f.make();
     const auto queue = b.fresh_queue(t, "blocked");
 
-    // A memory watermark of 0 raises the memory alarm: the broker sends connection.blocked and
-    // stops reading from publishing connections until the alarm clears.
-    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0"));
-    struct restore_watermark {
-        ~restore_watermark() { (void)rabbitmqctl("set_vm_memory_high_watermark 0.4"); }
-    } restore;
+    memory_alarm alarm;
+    REQUIRE(alarm.raised);
     std::vector<std::optional<std::error_code>> results(3);
     for (std::size_t i = 0; i < results.size(); ++i) {
         message m;
@@ -325,7 +339,7 @@ TEST_CASE("amqp transport: publishes wait while the broker blocks publishing, th
     // an error (the publishes are not lost, only held).
     CHECK_FALSE(b.f.run_until([&] { return completed() > 0; }, std::chrono::milliseconds{2000}));
 
-    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0.4"));
+    REQUIRE(alarm.lift());
     REQUIRE(b.f.run_until([&] { return completed() == 3; }, b.timeout));
     for (const auto& r : results)
         CHECK(*r == std::error_code{});
@@ -342,20 +356,15 @@ TEST_CASE("amqp transport: publishes wait while the broker blocks publishing, th
 TEST_CASE("amqp transport: a publish cancelled while its confirm is held reports outcome_unknown, "
           "and a get cancelled while its reply is held gives its message back",
           "[.integration][amqp][disruptive][cancellation]") {
-    if (std::getenv("LETTERBOX_RABBITMQ_DIR") == nullptr) {
-        WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
-             "tests/tools/rabbitmq.sh), so rabbitmqctl cannot raise a memory alarm");
+    if (!broker_is_controllable())
         return;
-    }
     broker b;
     auto t = b.f.make();
     const auto queue = b.fresh_queue(t, "cancelled");
-    // The memory alarm stops the broker reading from this (publishing) connection: the publish
-    // leaves, and neither its confirm nor the get's reply comes until the alarm clears.
-    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0"));
-    struct restore_watermark {
-        ~restore_watermark() { (void)rabbitmqctl("set_vm_memory_high_watermark 0.4"); }
-    } restore;
+    // The alarm stops the broker reading from this (publishing) connection: the publish leaves,
+    // and neither its confirm nor the get's reply comes until the alarm clears.
+    memory_alarm alarm;
+    REQUIRE(alarm.raised);
 
     boost::asio::cancellation_signal publish_signal;
     std::optional<std::error_code> published;
@@ -381,7 +390,7 @@ TEST_CASE("amqp transport: a publish cancelled while its confirm is held reports
     REQUIRE(b.f.run_until([&] { return got.has_value(); }, b.timeout));
     CHECK(*got == std::errc::operation_canceled);
 
-    REQUIRE(rabbitmqctl("set_vm_memory_high_watermark 0.4"));
+    REQUIRE(alarm.lift());
     // The frame had left: the broker has the message, and the late get-ok was given back, so
     // it is ready again (not held by the transport).
     std::optional<std::uint32_t> depth;

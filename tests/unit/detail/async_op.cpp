@@ -119,6 +119,19 @@ struct counting_allocator {
     }
 };
 
+/// An operation of an owner, waiting (started and parked), with a cancellation slot bound.
+struct parked_wait {
+    owner o;
+    result r;
+    boost::asio::cancellation_signal signal;
+
+    parked_wait() {
+        o.async_wait_for_test(boost::asio::bind_cancellation_slot(signal.slot(), r.handler()));
+        o.poll();
+        REQUIRE(o.parked);
+    }
+};
+
 } // namespace
 
 TEST_CASE("an operation completes on the handler's executor, never inside the initiating call",
@@ -198,12 +211,8 @@ TEST_CASE("a cancellation before the start completes with operation_canceled and
 
 TEST_CASE("a terminal cancellation of a waiting operation runs what it registered, once",
           "[async_op][cancellation]") {
-    owner o;
-    result r;
-    boost::asio::cancellation_signal signal;
-    o.async_wait_for_test(boost::asio::bind_cancellation_slot(signal.slot(), r.handler()));
-    o.poll();
-    REQUIRE(o.parked);
+    parked_wait w;
+    auto& [o, r, signal] = w;
     bool on_strand = false;
     o.parked->on_cancel([&](op_type op) {
         on_strand = o.strand.running_in_this_thread();
@@ -225,12 +234,8 @@ TEST_CASE("a terminal cancellation of a waiting operation runs what it registere
 
 TEST_CASE("a waiting operation ignores partial and total cancellation, and none registered",
           "[async_op][cancellation]") {
-    owner o;
-    result r;
-    boost::asio::cancellation_signal signal;
-    o.async_wait_for_test(boost::asio::bind_cancellation_slot(signal.slot(), r.handler()));
-    o.poll();
-    REQUIRE(o.parked);
+    parked_wait w;
+    auto& [o, r, signal] = w;
     int hooks = 0;
     o.parked->on_cancel([&](op_type) { ++hooks; });
     signal.emit(boost::asio::cancellation_type::partial);
@@ -244,12 +249,8 @@ TEST_CASE("a waiting operation ignores partial and total cancellation, and none 
     CHECK(r.value == "normal");
 
     // Without a hook, a terminal signal leaves the operation to complete normally.
-    owner o2;
-    result r2;
-    boost::asio::cancellation_signal signal2;
-    o2.async_wait_for_test(boost::asio::bind_cancellation_slot(signal2.slot(), r2.handler()));
-    o2.poll();
-    REQUIRE(o2.parked);
+    parked_wait w2;
+    auto& [o2, r2, signal2] = w2;
     signal2.emit(boost::asio::cancellation_type::terminal);
     o2.poll();
     CHECK(r2.calls == 0);
