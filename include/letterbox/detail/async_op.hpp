@@ -7,7 +7,7 @@
 //     return detail::async_start<void(std::error_code)>(
 //         token, owner_executor, [state](detail::async_op<void(std::error_code)> op) {
 //             // runs on owner_executor
-//             op.on_cancel([op](auto) mutable { op(errc::outcome_unknown); });
+//             op.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
 //             state->publish(msg, op);
 //         });
 //

@@ -228,6 +228,13 @@ void start(Relay& r, run_result& result) {
     r.async_run([&result](std::error_code ec) { result.ec = ec; });
 }
 
+/// `start`, with `signal`'s slot bound to the run's token.
+template <class Relay>
+void start(Relay& r, run_result& result, boost::asio::cancellation_signal& signal) {
+    r.async_run(boost::asio::bind_cancellation_slot(
+        signal.slot(), [&result](std::error_code ec) { result.ec = ec; }));
+}
+
 /// A failpoint hook that records every point it sees (and halts nothing).
 struct trace {
     struct entry {
@@ -487,21 +494,20 @@ TEST_CASE("cancelling async_run stops the relay gracefully and completes with op
     w.add_many(10);
     relay r(w.store, w.transport, w.clock, test_options());
     boost::asio::cancellation_signal signal;
-    std::optional<std::error_code> result;
-    r.async_run(boost::asio::bind_cancellation_slot(signal.slot(),
-                                                    [&](std::error_code ec) { result = ec; }));
+    run_result result;
+    start(r, result, signal);
     w.run_ready();
     CHECK(w.all_published(10));
-    CHECK_FALSE(result);
+    CHECK_FALSE(result.done());
     // A partial or total signal asks for what a stop cannot promise: ignored.
     signal.emit(boost::asio::cancellation_type::partial);
     w.run_ready();
-    CHECK_FALSE(result);
+    CHECK_FALSE(result.done());
 
     signal.emit(boost::asio::cancellation_type::terminal);
     w.run_ready();
-    REQUIRE(result);
-    CHECK(*result == std::errc::operation_canceled);
+    REQUIRE(result.done());
+    CHECK(*result.ec == std::errc::operation_canceled);
     CHECK_FALSE(signal.slot().has_handler());
     // Stopped: a row added now stays pending.
     w.add("late");
@@ -515,13 +521,12 @@ TEST_CASE("async_run cancelled before it starts runs nothing",
     w.add_many(3);
     relay r(w.store, w.transport, w.clock, test_options());
     boost::asio::cancellation_signal signal;
-    std::optional<std::error_code> result;
-    r.async_run(boost::asio::bind_cancellation_slot(signal.slot(),
-                                                    [&](std::error_code ec) { result = ec; }));
+    run_result result;
+    start(r, result, signal);
     signal.emit(boost::asio::cancellation_type::terminal);
     w.run_ready();
-    REQUIRE(result);
-    CHECK(*result == std::errc::operation_canceled);
+    REQUIRE(result.done());
+    CHECK(*result.ec == std::errc::operation_canceled);
     CHECK(r.counters().claims == 0);
     CHECK(w.count(outbox_status::pending) == 3);
 }
