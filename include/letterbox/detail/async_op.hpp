@@ -176,45 +176,52 @@ private:
     std::shared_ptr<state_type> state_;
 };
 
-template <class Handler, class Owner, class IoExecutor, class Signature>
-class async_op_impl;
+template <class Owner, class Signature>
+class owned_async_op_state;
 
-/// The concrete state: `Owner` is where the operation's work and its cancellation run (the
-/// owner's strand); `IoExecutor` the executor a handler without one of its own completes on.
-template <class Handler, class Owner, class IoExecutor, class ErrorCode, class... Values>
-class async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...)> final
+/// The part of an operation's state that knows its owner but not its handler: the cancellation
+/// wiring and the posting of the start function. Written once per owner type and signature, not
+/// once per completion handler, since every distinct handler type instantiates what depends on
+/// it again (that is most of what letterbox's operations cost a program at compile time).
+template <class Owner, class ErrorCode, class... Values>
+class owned_async_op_state<Owner, void(ErrorCode, Values...)>
     : public async_op_state<void(ErrorCode, Values...)>,
-      public std::enable_shared_from_this<
-          async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...)>> {
+      public std::enable_shared_from_this<owned_async_op_state<Owner, void(ErrorCode, Values...)>> {
 public:
     using signature = void(ErrorCode, Values...);
-    using handler_executor = boost::asio::associated_executor_t<Handler, IoExecutor>;
-    using work_type = std::decay_t<decltype(boost::asio::prefer(
-        std::declval<handler_executor>(), boost::asio::execution::outstanding_work.tracked))>;
 
-    async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work)
-        : handler_(std::move(handler))
-        , owner_(owner)
-        , io_(io) {
-        if (work == outstanding_work::tracked)
-            work_.emplace(boost::asio::prefer(boost::asio::get_associated_executor(*handler_, io_),
-                                              boost::asio::execution::outstanding_work.tracked));
-    }
+    explicit owned_async_op_state(const Owner& owner)
+        : owner_(owner) {}
 
-    auto allocator() const { return boost::asio::get_associated_allocator(*handler_); }
+    const Owner& owner() const noexcept { return owner_; }
 
     /// Installs the slot handler, in the initiating thread (the handler's).
-    void wire_cancellation() {
-        auto slot = boost::asio::get_associated_cancellation_slot(*handler_);
+    template <class Slot>
+    void wire_cancellation(Slot slot) {
         if (!slot.is_connected())
             return;
-        std::weak_ptr<async_op_impl> weak = this->shared_from_this();
-        slot.template emplace<slot_handler>(slot_handler{std::move(weak), owner_});
+        slot.template emplace<slot_handler>(slot_handler{this->weak_from_this(), owner_});
+    }
+
+    /// Posts `start(async_op)` to the owner, or completes the operation as cancelled there if a
+    /// signal came first. `start` comes type-erased: written inside an `async_*` function
+    /// template, its type differs for every completion token, and so would what posts it.
+    template <class Allocator>
+    void post_start(const Allocator& alloc, unique_function<void(async_op<signature>)> start) {
+        boost::asio::post(owner_,
+                          boost::asio::bind_allocator(alloc, [self = this->shared_from_this(),
+                                                              start = std::move(start)]() mutable {
+                              const bool cancelled = self->cancelled_before_start();
+                              async_op<signature> op(std::move(self));
+                              if (cancelled)
+                                  return op.cancelled();
+                              start(std::move(op));
+                          }));
     }
 
 private:
     struct slot_handler {
-        std::weak_ptr<async_op_impl> op;
+        std::weak_ptr<owned_async_op_state> op;
         Owner owner;
         void operator()(boost::asio::cancellation_type type) {
             if (auto self = op.lock()) {
@@ -227,15 +234,42 @@ private:
         }
     };
 
+    Owner owner_;
+};
+
+template <class Handler, class Owner, class IoExecutor, class Signature>
+class async_op_impl;
+
+/// The concrete state: `Owner` is where the operation's work and its cancellation run (the
+/// owner's strand); `IoExecutor` the executor a handler without one of its own completes on.
+/// Only what needs the handler is here: holding it, its work guard, and its completion.
+template <class Handler, class Owner, class IoExecutor, class ErrorCode, class... Values>
+class async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...)> final
+    : public owned_async_op_state<Owner, void(ErrorCode, Values...)> {
+public:
+    using handler_executor = boost::asio::associated_executor_t<Handler, IoExecutor>;
+    using work_type = std::decay_t<decltype(boost::asio::prefer(
+        std::declval<handler_executor>(), boost::asio::execution::outstanding_work.tracked))>;
+
+    async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work)
+        : owned_async_op_state<Owner, void(ErrorCode, Values...)>(owner)
+        , handler_(std::move(handler))
+        , io_(io) {
+        if (work == outstanding_work::tracked)
+            work_.emplace(boost::asio::prefer(boost::asio::get_associated_executor(*handler_, io_),
+                                              boost::asio::execution::outstanding_work.tracked));
+    }
+
+private:
     void do_complete(unique_function<void()> then, ErrorCode ec, Values... values) override {
-        auto alloc = allocator();
+        auto alloc = boost::asio::get_associated_allocator(*handler_);
         auto ex = boost::asio::get_associated_executor(*handler_, io_);
         auto work = std::move(work_); // released once the handler has run
         work_.reset();
         boost::asio::post(
             ex,
             boost::asio::bind_allocator(
-                alloc, [h = std::move(*handler_), work = std::move(work), owner = owner_,
+                alloc, [h = std::move(*handler_), work = std::move(work), owner = this->owner(),
                         then = std::move(then),
                         results = std::make_tuple(std::move(ec), std::move(values)...)]() mutable {
                     boost::asio::get_associated_cancellation_slot(h).clear();
@@ -247,19 +281,21 @@ private:
     }
 
     std::optional<Handler> handler_;
-    Owner owner_;
     IoExecutor io_;
     std::optional<work_type> work_;
 };
 
-/// Makes the state of an operation whose handler is `handler`, with its cancellation wired.
+/// Makes the state of an operation whose handler is `handler`, with its cancellation wired; the
+/// result is typed on the owner and the signature only.
 template <class Signature, class Owner, class IoExecutor, class Handler>
-auto make_async_op(Handler handler, const Owner& owner, const IoExecutor& io,
-                   outstanding_work work) {
+std::shared_ptr<owned_async_op_state<Owner, Signature>>
+make_async_op(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work) {
     using impl = async_op_impl<Handler, Owner, IoExecutor, Signature>;
     auto alloc = boost::asio::get_associated_allocator(handler);
-    auto state = std::allocate_shared<impl>(alloc, std::move(handler), owner, io, work);
-    state->wire_cancellation();
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    std::shared_ptr<owned_async_op_state<Owner, Signature>> state =
+        std::allocate_shared<impl>(alloc, std::move(handler), owner, io, work);
+    state->wire_cancellation(std::move(slot));
     return state;
 }
 
@@ -271,15 +307,9 @@ template <class Signature, outstanding_work Work = outstanding_work::tracked, cl
 auto async_start(Token&& token, const Owner& owner, const IoExecutor& io, Start start) {
     return boost::asio::async_initiate<Token, Signature>(
         [owner, io](auto handler, Start start) {
-            auto state = make_async_op<Signature>(std::move(handler), owner, io, Work);
-            auto alloc = state->allocator();
-            boost::asio::post(owner, boost::asio::bind_allocator(
-                                         alloc, [state, start = std::move(start)]() mutable {
-                                             async_op<Signature> op(state);
-                                             if (state->cancelled_before_start())
-                                                 return op.cancelled();
-                                             start(std::move(op));
-                                         }));
+            auto alloc = boost::asio::get_associated_allocator(handler);
+            make_async_op<Signature>(std::move(handler), owner, io, Work)
+                ->post_start(alloc, std::move(start));
         },
         token, std::move(start));
 }
