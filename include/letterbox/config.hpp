@@ -37,3 +37,22 @@
 #else
 #define LETTERBOX_ABI_NAMESPACE abi_v0
 #endif
+
+/// Separate compilation (after Beast's `BOOST_BEAST_SEPARATE_COMPILATION`). By default letterbox
+/// is header-only: the non-template functions of the in-memory broker, the SQLite stores and
+/// the other stateful parts are defined `inline` in `impl/` headers, which every translation
+/// unit that includes them parses and compiles again. A program that defines
+/// `LETTERBOX_SEPARATE_COMPILATION` (in every translation unit, e.g. with `-D`) includes only
+/// their declarations, and compiles their definitions once, in one source file of its own that
+/// includes `<letterbox/src.hpp>` (and `<letterbox/sqlite/src.hpp>` if it uses the SQLite
+/// component). Templates stay in the headers either way. docs/separate-compilation.md.
+///
+/// `LETTERBOX_DECL` marks those definitions: `inline` when header-only, nothing otherwise.
+/// `LETTERBOX_HEADER_ONLY` is 1 when the `impl/` headers are included from their headers.
+#if defined(LETTERBOX_SEPARATE_COMPILATION)
+#define LETTERBOX_HEADER_ONLY 0
+#define LETTERBOX_DECL
+#else
+#define LETTERBOX_HEADER_ONLY 1
+#define LETTERBOX_DECL inline
+#endif

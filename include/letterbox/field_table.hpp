@@ -48,6 +48,11 @@ public:
 
     field_table() = default;
     field_table(std::initializer_list<entry> entries);
+    field_table(const field_table&);
+    field_table(field_table&&) noexcept;
+    field_table& operator=(const field_table&);
+    field_table& operator=(field_table&&) noexcept;
+    ~field_table();
 
     /// The value named `name`, or null.
     const field_value* find(std::string_view name) const noexcept;
@@ -89,6 +94,11 @@ public:
                      timestamp, byte_array, field_array, field_table>;
 
     field_value() = default;
+    field_value(const field_value&);
+    field_value(field_value&&) noexcept;
+    field_value& operator=(const field_value&);
+    field_value& operator=(field_value&&) noexcept;
+    ~field_value();
     field_value(std::nullptr_t) {}
     field_value(bool v)
         : v_(v) {}
@@ -150,19 +160,9 @@ public:
     bool is_void() const noexcept { return is<std::monostate>(); }
 
     /// The value as a signed 64-bit integer if it holds any integer type.
-    std::optional<std::int64_t> as_integer() const noexcept {
-        return std::visit(
-            [](const auto& x) -> std::optional<std::int64_t> {
-                using T = std::decay_t<decltype(x)>;
-                if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-                    return static_cast<std::int64_t>(x);
-                else
-                    return std::nullopt;
-            },
-            v_);
-    }
+    std::optional<std::int64_t> as_integer() const noexcept;
 
-    friend bool operator==(const field_value& a, const field_value& b) { return a.v_ == b.v_; }
+    friend bool operator==(const field_value& a, const field_value& b);
 
 private:
     variant_type v_;
@@ -184,53 +184,12 @@ inline void field_table::clear() noexcept {
     entries_.clear();
 }
 
-inline field_table::field_table(std::initializer_list<entry> entries) {
-    for (const auto& e : entries)
-        set(e.first, e.second);
-}
-
-inline const field_value* field_table::find(std::string_view name) const noexcept {
-    for (const auto& e : entries_)
-        if (e.first == name)
-            return &e.second;
-    return nullptr;
-}
-
-inline field_value* field_table::find(std::string_view name) noexcept {
-    for (auto& e : entries_)
-        if (e.first == name)
-            return &e.second;
-    return nullptr;
-}
-
-inline field_table& field_table::set(std::string_view name, field_value value) {
-    if (auto* v = find(name))
-        *v = std::move(value);
-    else
-        entries_.emplace_back(std::string(name), std::move(value));
-    return *this;
-}
-
-inline bool field_table::erase(std::string_view name) noexcept {
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->first == name) {
-            entries_.erase(it);
-            return true;
-        }
-    }
-    return false;
-}
-
 template <class T>
 std::optional<T> field_table::get(std::string_view name) const {
     if (const auto* v = find(name))
         if (const auto* p = v->get_if<T>())
             return *p;
     return std::nullopt;
-}
-
-inline bool operator==(const field_table& a, const field_table& b) {
-    return a.entries_ == b.entries_;
 }
 
 /// Renders a field value as JSON for logs, dumps and the ops API. Integers and floats become
@@ -288,3 +247,7 @@ void to_json(Json& j, const field_value& v) {
 }
 
 } // namespace letterbox
+
+#if LETTERBOX_HEADER_ONLY
+#include <letterbox/impl/field_table.hpp>
+#endif

@@ -3,7 +3,8 @@
 #
 #   0. vocabulary: every header at the root of include/letterbox/ and every header under detail/
 #      and topology/, except the ones listed in `not_vocabulary` below (umbrellas, models of a
-#      concept, the consumer, and forwarding headers kept at an old path);
+#      concept, the consumer, and forwarding headers kept at an old path); a root header's
+#      out-of-line part, impl/<name>.hpp, is in the layer of <name>.hpp;
 #   1. concepts: every header under concepts/;
 #   2. the rest of the core: every other header that belongs to no component (middleware/,
 #      outbox/, inbox/, retry/, dlq/, transport/, impl/, consumer.hpp, ...);
@@ -35,6 +36,7 @@ shift
 # concepts. Paths relative to include/letterbox/.
 not_vocabulary=(
     letterbox.hpp                  # the core umbrella
+    src.hpp                        # the definitions of separate compilation (all layers)
     clock.hpp                      # umbrella: the clock concept and its models
     consumer.hpp                   # the consumer, a layer
     steady_clock.hpp               # a model of `clock`
@@ -101,6 +103,7 @@ layer_of() {
     done
     case $relative in
     concepts/*) echo concepts ;;
+    impl/*) layer_of "${relative#impl/}" ;; # a root header's out-of-line part: its layer
     detail/* | topology/*) echo vocabulary ;;
     */*) echo layer ;;
     *) echo vocabulary ;;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSL-1.0
 # What including letterbox costs a user, in the figures of issue 17: for each umbrella a user
-# includes and for the getting-started program, the preprocessed lines and the CPU seconds of a
-# -O0 compile (g++, -std=c++20, the warnings of the build, no sanitizer, no ccache).
+# includes and for the getting-started program (header-only, then with separate compilation),
+# the preprocessed lines and the CPU seconds of a -O0 compile (g++, -std=c++20, the warnings of
+# the build, no sanitizer, no ccache).
 # With COLD_TEST=1 it also clones the checkout into a temporary directory and times a cold
 # `make test` there (CCACHE_DISABLE=1): about an hour on a 2-core machine.
 #
@@ -21,10 +22,11 @@ cpu_seconds() {
     awk -v t="$times" 'BEGIN{split(t, f, " "); printf "%.1f", f[1] + f[2]}'
 }
 
-measure() { # <label> <source file>
+measure() { # <label> <source file> [extra compiler flags...]
     local label=$1 source=$2 lines seconds
-    lines=$("$cxx" "${flags[@]}" -E -P "$source" | wc -l)
-    seconds=$(cpu_seconds "$cxx" "${flags[@]}" -c "$source" -o "$scratch/out.o")
+    shift 2
+    lines=$("$cxx" "${flags[@]}" "$@" -E -P "$source" | wc -l)
+    seconds=$(cpu_seconds "$cxx" "${flags[@]}" "$@" -c "$source" -o "$scratch/out.o")
     printf '| %-45s | %9s | %6s s |\n' "$label" "$lines" "$seconds"
 }
 
@@ -41,6 +43,11 @@ umbrella letterbox/letterbox.hpp
 umbrella letterbox/sqlite.hpp
 umbrella letterbox/amqp.hpp
 measure "examples/getting_started/main.cpp" "$root/examples/getting_started/main.cpp"
+# With separate compilation (docs/separate-compilation.md): the program's own source, then the
+# source compiled once per program that holds letterbox's non-template code.
+sep=-DLETTERBOX_SEPARATE_COMPILATION
+measure "the same, LETTERBOX_SEPARATE_COMPILATION" "$root/examples/getting_started/main.cpp" "$sep"
+measure "its letterbox_src.cpp (once per program)" "$root/examples/getting_started/letterbox_src.cpp" "$sep"
 
 if [ "${COLD_TEST:-}" = 1 ]; then
     clone="$scratch/clone"

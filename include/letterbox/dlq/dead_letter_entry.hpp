@@ -85,4 +85,6 @@ struct dead_letter_entry {
 
 } // namespace letterbox::dlq
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/dlq/impl/dead_letter_entry.hpp>
+#endif

@@ -77,4 +77,6 @@ struct dead_letter_filter {
 
 } // namespace letterbox::dlq
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/dlq/impl/dead_letter_filter.hpp>
+#endif

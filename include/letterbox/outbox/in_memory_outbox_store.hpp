@@ -131,4 +131,6 @@ private:
 
 } // namespace letterbox
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/outbox/impl/in_memory_outbox_store.hpp>
+#endif

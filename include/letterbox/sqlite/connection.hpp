@@ -184,4 +184,6 @@ private:
 
 } // namespace letterbox::sqlite
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/sqlite/impl/connection.hpp>
+#endif

@@ -113,4 +113,6 @@ private:
 
 } // namespace letterbox::sqlite
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/sqlite/impl/database.hpp>
+#endif

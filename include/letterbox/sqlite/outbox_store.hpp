@@ -158,4 +158,6 @@ private:
 
 } // namespace letterbox::sqlite
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/sqlite/impl/outbox_store.hpp>
+#endif

@@ -76,4 +76,6 @@ public:
 
 } // namespace letterbox::sqlite
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/sqlite/impl/schema.hpp>
+#endif

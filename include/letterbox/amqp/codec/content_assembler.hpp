@@ -83,4 +83,6 @@ private:
 
 } // namespace letterbox::amqp::codec
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/amqp/codec/impl/content_assembler.hpp>
+#endif

@@ -103,4 +103,6 @@ private:
 
 } // namespace letterbox::amqp::codec
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/amqp/codec/impl/frame_reader.hpp>
+#endif

@@ -206,8 +206,10 @@ private:
 
 } // namespace letterbox::amqp::detail
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/amqp/detail/impl/transport_state.hpp>
 #include <letterbox/amqp/detail/impl/transport_state_consuming.hpp>
 #include <letterbox/amqp/detail/impl/transport_state_publishing.hpp>
 #include <letterbox/amqp/detail/impl/transport_state_settling.hpp>
 #include <letterbox/amqp/detail/impl/transport_state_topology.hpp>
+#endif

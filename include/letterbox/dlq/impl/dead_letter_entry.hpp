@@ -29,7 +29,7 @@ namespace detail {
 /// writes, not a header name.
 inline constexpr std::string_view rejected_reason = "rejected";
 
-inline std::uint32_t to_count(std::int64_t n) noexcept {
+LETTERBOX_DECL std::uint32_t to_count(std::int64_t n) noexcept {
     if (n <= 0)
         return 0;
     if (n > std::int64_t{std::numeric_limits<std::uint32_t>::max()})
@@ -37,25 +37,27 @@ inline std::uint32_t to_count(std::int64_t n) noexcept {
     return static_cast<std::uint32_t>(n);
 }
 
-inline std::optional<std::uint32_t> header_count(const field_table& table, std::string_view name) {
+LETTERBOX_DECL std::optional<std::uint32_t> header_count(const field_table& table,
+                                                         std::string_view name) {
     if (const auto* v = table.find(name))
         if (const auto n = v->as_integer())
             return to_count(*n);
     return std::nullopt;
 }
 
-inline std::optional<store_time> header_time(const field_table& table, std::string_view name) {
+LETTERBOX_DECL std::optional<store_time> header_time(const field_table& table,
+                                                     std::string_view name) {
     if (const auto text = header_text(table, name))
         return letterbox::detail::parse_rfc3339(*text);
     return std::nullopt;
 }
 
-inline std::optional<std::string> table_text(const field_table& t, std::string_view name) {
+LETTERBOX_DECL std::optional<std::string> table_text(const field_table& t, std::string_view name) {
     return header_text(t, name);
 }
 
 /// The `x-death` tables of `headers`, skipping entries that are not tables.
-inline std::vector<const field_table*> x_death_entries(const field_table& hs) {
+LETTERBOX_DECL std::vector<const field_table*> x_death_entries(const field_table& hs) {
     std::vector<const field_table*> out;
     if (const auto* v = hs.find(headers::x_death))
         if (const auto* entries = v->get_if<field_array>())
@@ -67,8 +69,8 @@ inline std::vector<const field_table*> x_death_entries(const field_table& hs) {
 
 /// The `x-death` entry of the first death: the one whose queue and reason are
 /// `x-first-death-queue` and `x-first-death-reason`; else the last (oldest) entry.
-inline const field_table* first_death(const field_table& hs,
-                                      const std::vector<const field_table*>& entries) {
+LETTERBOX_DECL const field_table* first_death(const field_table& hs,
+                                              const std::vector<const field_table*>& entries) {
     if (entries.empty())
         return nullptr;
     const auto queue = header_text(hs, headers::x_first_death_queue);
@@ -81,7 +83,7 @@ inline const field_table* first_death(const field_table& hs,
     return entries.back();
 }
 
-inline nlohmann::json time_json(const std::optional<store_time>& t) {
+LETTERBOX_DECL nlohmann::json time_json(const std::optional<store_time>& t) {
     if (!t)
         return nullptr;
     return letterbox::detail::format_rfc3339(*t);
@@ -89,7 +91,7 @@ inline nlohmann::json time_json(const std::optional<store_time>& t) {
 
 } // namespace detail
 
-inline dead_letter_entry dead_letter_entry::from(const message& m) {
+LETTERBOX_DECL dead_letter_entry dead_letter_entry::from(const message& m) {
     namespace h = letterbox::headers;
     const auto& hs = m.headers;
     dead_letter_entry e;
@@ -151,7 +153,7 @@ inline dead_letter_entry dead_letter_entry::from(const message& m) {
     return e;
 }
 
-inline nlohmann::json dead_letter_entry::to_json() const {
+LETTERBOX_DECL nlohmann::json dead_letter_entry::to_json() const {
     nlohmann::json j = nlohmann::json::object();
     if (id.empty())
         j["id"] = nullptr;

@@ -25,15 +25,16 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 
 namespace detail {
 
-[[noreturn]] inline void bad_filter(const std::string& what) {
+[[noreturn]] LETTERBOX_DECL void bad_filter(const std::string& what) {
     throw letterbox::error(errc::invalid_argument, "dead_letter_filter: " + what);
 }
 
-inline std::string json_type(const nlohmann::json& j) {
+LETTERBOX_DECL std::string json_type(const nlohmann::json& j) {
     return j.type_name();
 }
 
-inline std::optional<std::string> filter_string(const nlohmann::json& j, std::string_view key) {
+LETTERBOX_DECL std::optional<std::string> filter_string(const nlohmann::json& j,
+                                                        std::string_view key) {
     if (j.is_null())
         return std::nullopt;
     if (!j.is_string())
@@ -41,7 +42,8 @@ inline std::optional<std::string> filter_string(const nlohmann::json& j, std::st
     return j.get<std::string>();
 }
 
-inline std::optional<store_time> filter_time(const nlohmann::json& j, std::string_view key) {
+LETTERBOX_DECL std::optional<store_time> filter_time(const nlohmann::json& j,
+                                                     std::string_view key) {
     const auto text = filter_string(j, key);
     if (!text)
         return std::nullopt;
@@ -54,7 +56,7 @@ inline std::optional<store_time> filter_time(const nlohmann::json& j, std::strin
 }
 
 /// The text a JSON header value is compared as (see `value_text`).
-inline std::string filter_header_value(const std::string& name, const nlohmann::json& v) {
+LETTERBOX_DECL std::string filter_header_value(const std::string& name, const nlohmann::json& v) {
     if (v.is_string())
         return v.get<std::string>();
     if (v.is_boolean())
@@ -71,7 +73,7 @@ inline std::string filter_header_value(const std::string& name, const nlohmann::
 
 // A handle names one entry; a message id every copy of a message that has one (never the
 // id-less ones, whatever the nil id's text says).
-inline bool same_id(const std::string& wanted, const dead_letter_entry& e) {
+LETTERBOX_DECL bool same_id(const std::string& wanted, const dead_letter_entry& e) {
     if (wanted.starts_with(handle_prefix))
         return wanted == e.handle;
     if (e.msg.id.is_nil())
@@ -83,7 +85,7 @@ inline bool same_id(const std::string& wanted, const dead_letter_entry& e) {
 }
 
 /// The canonical form of an id criterion: a handle as it is, a message id in canonical text.
-inline std::string filter_id(const std::string& text) {
+LETTERBOX_DECL std::string filter_id(const std::string& text) {
     if (is_handle(text))
         return text;
     const auto parsed = parse_message_id(text);
@@ -99,7 +101,7 @@ inline std::string filter_id(const std::string& text) {
 
 } // namespace detail
 
-inline bool dead_letter_filter::matches(const dead_letter_entry& e) const {
+LETTERBOX_DECL bool dead_letter_filter::matches(const dead_letter_entry& e) const {
     if (reason && e.reason != *reason)
         return false;
     if (exception_type && e.exception_type != *exception_type)
@@ -129,7 +131,7 @@ inline bool dead_letter_filter::matches(const dead_letter_entry& e) const {
     return true;
 }
 
-inline dead_letter_filter dead_letter_filter::from_json(const nlohmann::json& j) {
+LETTERBOX_DECL dead_letter_filter dead_letter_filter::from_json(const nlohmann::json& j) {
     dead_letter_filter f;
     if (j.is_null())
         return f;

@@ -19,13 +19,14 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
-inline outbox_record* in_memory_outbox_store::find_row(const message_id& id) {
+LETTERBOX_DECL outbox_record* in_memory_outbox_store::find_row(const message_id& id) {
     const auto it = by_id_.find(id);
     return it == by_id_.end() ? nullptr : &rows_.at(it->second);
 }
 
-inline std::error_code in_memory_outbox_store::add(in_memory_unit_of_work& uow,
-                                                   const outbox_entry& entry, store_time now) {
+LETTERBOX_DECL std::error_code in_memory_outbox_store::add(in_memory_unit_of_work& uow,
+                                                           const outbox_entry& entry,
+                                                           store_time now) {
     std::lock_guard lock(core_.mutex);
     if (auto ec = core_.faults.next())
         return ec;
@@ -62,7 +63,7 @@ inline std::error_code in_memory_outbox_store::add(in_memory_unit_of_work& uow,
         });
 }
 
-inline std::vector<outbox_record>
+LETTERBOX_DECL std::vector<outbox_record>
 in_memory_outbox_store::claim(std::string_view owner, std::size_t max_rows,
                               store_time::duration lease, store_time now, std::error_code& ec) {
     std::lock_guard lock(core_.mutex);
@@ -94,9 +95,9 @@ in_memory_outbox_store::claim(std::string_view owner, std::size_t max_rows,
     return batch;
 }
 
-inline outbox_record* in_memory_outbox_store::leased_row(const message_id& id,
-                                                         std::string_view owner,
-                                                         std::error_code& ec) {
+LETTERBOX_DECL outbox_record* in_memory_outbox_store::leased_row(const message_id& id,
+                                                                 std::string_view owner,
+                                                                 std::error_code& ec) {
     auto* row = find_row(id);
     if (!row) {
         ec = errc::record_not_found;
@@ -110,9 +111,9 @@ inline outbox_record* in_memory_outbox_store::leased_row(const message_id& id,
     return row;
 }
 
-inline std::error_code in_memory_outbox_store::mark_published(const message_id& id,
-                                                              std::string_view owner,
-                                                              store_time now) {
+LETTERBOX_DECL std::error_code in_memory_outbox_store::mark_published(const message_id& id,
+                                                                      std::string_view owner,
+                                                                      store_time now) {
     std::lock_guard lock(core_.mutex);
     if (auto ec = core_.faults.next())
         return ec;
@@ -124,7 +125,7 @@ inline std::error_code in_memory_outbox_store::mark_published(const message_id& 
     return {};
 }
 
-inline std::error_code
+LETTERBOX_DECL std::error_code
 in_memory_outbox_store::mark_published(std::span<const message_id> ids, std::string_view owner,
                                        store_time now, std::vector<std::error_code>& results) {
     std::lock_guard lock(core_.mutex);
@@ -141,14 +142,14 @@ in_memory_outbox_store::mark_published(std::span<const message_id> ids, std::str
     return {};
 }
 
-inline void in_memory_outbox_store::publish(outbox_record& row, store_time now) {
+LETTERBOX_DECL void in_memory_outbox_store::publish(outbox_record& row, store_time now) {
     row.status = outbox_status::published;
     row.published_at = now;
     row.lease_owner.clear();
     row.lease_expires_at = {};
 }
 
-inline std::error_code
+LETTERBOX_DECL std::error_code
 in_memory_outbox_store::record_failure(const message_id& id, std::string_view owner,
                                        std::string_view error, store_time next_attempt_at,
                                        std::uint32_t max_attempts, store_time now) {
@@ -170,7 +171,8 @@ in_memory_outbox_store::record_failure(const message_id& id, std::string_view ow
     return {};
 }
 
-inline std::error_code in_memory_outbox_store::park(const message_id& id, std::string_view reason) {
+LETTERBOX_DECL std::error_code in_memory_outbox_store::park(const message_id& id,
+                                                            std::string_view reason) {
     std::lock_guard lock(core_.mutex);
     if (auto ec = core_.faults.next())
         return ec;
@@ -186,7 +188,8 @@ inline std::error_code in_memory_outbox_store::park(const message_id& id, std::s
     return {};
 }
 
-inline std::error_code in_memory_outbox_store::unpark(const message_id& id, store_time now) {
+LETTERBOX_DECL std::error_code in_memory_outbox_store::unpark(const message_id& id,
+                                                              store_time now) {
     std::lock_guard lock(core_.mutex);
     if (auto ec = core_.faults.next())
         return ec;
@@ -201,8 +204,8 @@ inline std::error_code in_memory_outbox_store::unpark(const message_id& id, stor
     return {};
 }
 
-inline std::size_t in_memory_outbox_store::release_expired_leases(store_time now,
-                                                                  std::error_code& ec) {
+LETTERBOX_DECL std::size_t in_memory_outbox_store::release_expired_leases(store_time now,
+                                                                          std::error_code& ec) {
     std::lock_guard lock(core_.mutex);
     ec = core_.faults.next();
     if (ec)
@@ -218,8 +221,8 @@ inline std::size_t in_memory_outbox_store::release_expired_leases(store_time now
     return released;
 }
 
-inline std::size_t in_memory_outbox_store::purge_published(store_time older_than,
-                                                           std::error_code& ec) {
+LETTERBOX_DECL std::size_t in_memory_outbox_store::purge_published(store_time older_than,
+                                                                   std::error_code& ec) {
     std::lock_guard lock(core_.mutex);
     ec = core_.faults.next();
     if (ec)
@@ -239,8 +242,8 @@ inline std::size_t in_memory_outbox_store::purge_published(store_time older_than
     return purged;
 }
 
-inline std::optional<outbox_record> in_memory_outbox_store::find(const message_id& id,
-                                                                 std::error_code& ec) {
+LETTERBOX_DECL std::optional<outbox_record> in_memory_outbox_store::find(const message_id& id,
+                                                                         std::error_code& ec) {
     std::lock_guard lock(core_.mutex);
     ec = core_.faults.next();
     if (ec)
@@ -250,8 +253,8 @@ inline std::optional<outbox_record> in_memory_outbox_store::find(const message_i
     return std::nullopt;
 }
 
-inline std::vector<outbox_record> in_memory_outbox_store::list(const outbox_query& query,
-                                                               std::error_code& ec) {
+LETTERBOX_DECL std::vector<outbox_record> in_memory_outbox_store::list(const outbox_query& query,
+                                                                       std::error_code& ec) {
     std::lock_guard lock(core_.mutex);
     std::vector<outbox_record> rows;
     ec = core_.faults.next();
@@ -265,7 +268,7 @@ inline std::vector<outbox_record> in_memory_outbox_store::list(const outbox_quer
     return rows;
 }
 
-inline outbox_stats in_memory_outbox_store::stats(store_time now, std::error_code& ec) {
+LETTERBOX_DECL outbox_stats in_memory_outbox_store::stats(store_time now, std::error_code& ec) {
     std::lock_guard lock(core_.mutex);
     outbox_stats s;
     ec = core_.faults.next();
@@ -294,12 +297,12 @@ inline outbox_stats in_memory_outbox_store::stats(store_time now, std::error_cod
     return s;
 }
 
-inline void in_memory_outbox_store::fail_nth(std::size_t n, std::error_code ec) {
+LETTERBOX_DECL void in_memory_outbox_store::fail_nth(std::size_t n, std::error_code ec) {
     std::lock_guard lock(core_.mutex);
     core_.faults.fail_nth(n, ec);
 }
 
-inline std::size_t in_memory_outbox_store::operation_count() {
+LETTERBOX_DECL std::size_t in_memory_outbox_store::operation_count() {
     std::lock_guard lock(core_.mutex);
     return core_.faults.count();
 }

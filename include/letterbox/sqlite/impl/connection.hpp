@@ -17,7 +17,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
 
-inline const char* synchronous_pragma(database_options::synchronous_mode mode) noexcept {
+LETTERBOX_DECL const char* synchronous_pragma(database_options::synchronous_mode mode) noexcept {
     switch (mode) {
     case database_options::synchronous_mode::off:
         return "PRAGMA synchronous=OFF";
@@ -33,8 +33,8 @@ inline const char* synchronous_pragma(database_options::synchronous_mode mode) n
 
 } // namespace detail
 
-inline connection connection::open(const std::string& path, const database_options& options,
-                                   std::error_code& ec, std::string* open_error_message) {
+LETTERBOX_DECL connection connection::open(const std::string& path, const database_options& options,
+                                           std::error_code& ec, std::string* open_error_message) {
     ec.clear();
     connection c;
     auto fail = [&](std::error_code e, const std::string& text) {
@@ -93,7 +93,7 @@ inline connection connection::open(const std::string& path, const database_optio
     return c;
 }
 
-inline std::error_code connection::run_setup(std::string_view sql) {
+LETTERBOX_DECL std::error_code connection::run_setup(std::string_view sql) {
     std::error_code ec;
     auto st = statement::prepare(state_->db, sql, ec);
     if (ec) {
@@ -104,7 +104,7 @@ inline std::error_code connection::run_setup(std::string_view sql) {
     return st.execute();
 }
 
-inline std::string connection::query_text(std::string_view sql, std::error_code& ec) {
+LETTERBOX_DECL std::string connection::query_text(std::string_view sql, std::error_code& ec) {
     auto st = statement::prepare(state_->db, sql, ec);
     if (ec) {
         state_->last_error.capture(state_->db, sqlite3_errcode(state_->db));
@@ -120,7 +120,7 @@ inline std::string connection::query_text(std::string_view sql, std::error_code&
     return value;
 }
 
-inline std::error_code connection::exec(std::string_view sql) {
+LETTERBOX_DECL std::error_code connection::exec(std::string_view sql) {
     if (!is_open())
         return errc::closed;
     // sqlite3_exec needs a NUL-terminated string.
@@ -137,7 +137,7 @@ inline std::error_code connection::exec(std::string_view sql) {
     return to_error_code(rc);
 }
 
-inline connection::prepared connection::prepare(std::string_view sql, std::error_code& ec) {
+LETTERBOX_DECL connection::prepared connection::prepare(std::string_view sql, std::error_code& ec) {
     ec.clear();
     prepared p;
     if (!is_open()) {
@@ -172,28 +172,28 @@ inline connection::prepared connection::prepare(std::string_view sql, std::error
     return p;
 }
 
-inline bool connection::in_transaction() const noexcept {
+LETTERBOX_DECL bool connection::in_transaction() const noexcept {
     return is_open() && sqlite3_get_autocommit(state_->db) == 0;
 }
 
-inline std::int64_t connection::changes() const noexcept {
+LETTERBOX_DECL std::int64_t connection::changes() const noexcept {
     return is_open() ? sqlite3_changes64(state_->db) : 0;
 }
 
-inline std::int64_t connection::last_insert_rowid() const noexcept {
+LETTERBOX_DECL std::int64_t connection::last_insert_rowid() const noexcept {
     return is_open() ? sqlite3_last_insert_rowid(state_->db) : 0;
 }
 
-inline const std::string& connection::last_error_message() const noexcept {
+LETTERBOX_DECL const std::string& connection::last_error_message() const noexcept {
     static const std::string none;
     return state_ ? state_->last_error.text : none;
 }
 
-inline int connection::last_result_code() const noexcept {
+LETTERBOX_DECL int connection::last_result_code() const noexcept {
     return state_ ? state_->last_error.code : SQLITE_OK;
 }
 
-inline std::size_t connection::cached_statements() const noexcept {
+LETTERBOX_DECL std::size_t connection::cached_statements() const noexcept {
     return state_ ? state_->cache.size() : 0;
 }
 

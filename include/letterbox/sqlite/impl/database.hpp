@@ -16,7 +16,7 @@ namespace detail {
 
 /// `PRAGMA quick_check`: success when it reports "ok", else `errc::store_corrupt` with its
 /// findings in `text`.
-inline std::error_code quick_check(connection& c, std::string& text) {
+LETTERBOX_DECL std::error_code quick_check(connection& c, std::string& text) {
     std::error_code ec;
     auto st = c.prepare("PRAGMA quick_check", ec);
     if (ec) {
@@ -45,7 +45,8 @@ inline std::error_code quick_check(connection& c, std::string& text) {
 /// Checks, without writing, that `c`'s file holds letterbox's schema: `errc::store_not_a_database`
 /// for a file without it, `errc::store_schema_too_new` for a newer one and, when `read_only`
 /// (which cannot migrate), `errc::store_readonly` for an older one; `text` says which.
-inline std::error_code check_existing_schema(connection& c, bool read_only, std::string& text) {
+LETTERBOX_DECL std::error_code check_existing_schema(connection& c, bool read_only,
+                                                     std::string& text) {
     std::error_code ec;
     const int version = schema::installed_version(c, ec);
     if (ec) {
@@ -73,8 +74,8 @@ inline std::error_code check_existing_schema(connection& c, bool read_only, std:
 
 } // namespace detail
 
-inline database database::open(const std::string& path, const database_options& options,
-                               std::error_code& ec) {
+LETTERBOX_DECL database database::open(const std::string& path, const database_options& options,
+                                       std::error_code& ec) {
     database db;
     auto state = std::make_shared<detail::database_state>(path, options);
     if (options.read_only || !options.create_schema_if_missing) {
@@ -143,7 +144,7 @@ inline database database::open(const std::string& path, const database_options& 
     return db;
 }
 
-inline database database::open(const std::string& path, const database_options& options) {
+LETTERBOX_DECL database database::open(const std::string& path, const database_options& options) {
     std::error_code ec;
     auto db = open(path, options, ec);
     if (ec)
@@ -151,7 +152,7 @@ inline database database::open(const std::string& path, const database_options& 
     return db;
 }
 
-inline unit_of_work database::begin(std::error_code& ec) {
+LETTERBOX_DECL unit_of_work database::begin(std::error_code& ec) {
     ec.clear();
     if (!state_) {
         ec = errc::closed;
@@ -180,7 +181,7 @@ inline unit_of_work database::begin(std::error_code& ec) {
     return unit_of_work(state_, std::move(held));
 }
 
-inline unit_of_work database::begin() {
+LETTERBOX_DECL unit_of_work database::begin() {
     std::error_code ec;
     auto uow = begin(ec);
     if (ec)
@@ -188,29 +189,29 @@ inline unit_of_work database::begin() {
     return uow;
 }
 
-inline const std::string& database::path() const noexcept {
+LETTERBOX_DECL const std::string& database::path() const noexcept {
     static const std::string none;
     return state_ ? state_->path() : none;
 }
 
-inline const database_options& database::options() const noexcept {
+LETTERBOX_DECL const database_options& database::options() const noexcept {
     static const database_options defaults;
     return state_ ? state_->options() : defaults;
 }
 
-inline std::string database::last_error_message() const {
+LETTERBOX_DECL std::string database::last_error_message() const {
     return state_ ? state_->last_error_message() : open_error_;
 }
 
-inline std::uint64_t database::busy_retries() const noexcept {
+LETTERBOX_DECL std::uint64_t database::busy_retries() const noexcept {
     return state_ ? state_->busy_retries() : 0;
 }
 
-inline std::size_t database::open_connections() const noexcept {
+LETTERBOX_DECL std::size_t database::open_connections() const noexcept {
     return state_ ? state_->open_connections() : 0;
 }
 
-inline std::size_t database::idle_connections() const {
+LETTERBOX_DECL std::size_t database::idle_connections() const {
     return state_ ? state_->idle_connections() : 0;
 }
 

@@ -30,7 +30,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
 
-inline std::int64_t status_column(outbox_status s) noexcept {
+LETTERBOX_DECL std::int64_t status_column(outbox_status s) noexcept {
     switch (s) {
     case outbox_status::pending:
         return 0;
@@ -42,7 +42,7 @@ inline std::int64_t status_column(outbox_status s) noexcept {
     return 0;
 }
 
-inline std::int64_t clamp_to_int64(std::size_t n) noexcept {
+LETTERBOX_DECL std::int64_t clamp_to_int64(std::size_t n) noexcept {
     return static_cast<std::int64_t>(std::min<std::size_t>(
         n, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())));
 }
@@ -50,8 +50,8 @@ inline std::int64_t clamp_to_int64(std::size_t n) noexcept {
 /// Reads the row the statement stands on (columns `LETTERBOX_SQLITE_OUTBOX_COLUMNS`).
 /// A value letterbox cannot have written is `errc::store_corrupt`; `what` (if given) then says
 /// which columns are wrong.
-inline std::error_code read_outbox_record(const statement& st, outbox_record& r,
-                                          std::string* what = nullptr) {
+LETTERBOX_DECL std::error_code read_outbox_record(const statement& st, outbox_record& r,
+                                                  std::string* what = nullptr) {
     r.sequence = static_cast<std::uint64_t>(st.column_int64(0));
     const auto id = parse_message_id(st.column_text(1));
     auto headers = decode_headers(st.column_blob(7));
@@ -110,8 +110,9 @@ inline std::error_code read_outbox_record(const statement& st, outbox_record& r,
 /// Reads every row of a prepared SELECT of `LETTERBOX_SQLITE_OUTBOX_COLUMNS`. The first
 /// unreadable row fails the whole read (`errc::store_corrupt`), unless `unreadable` is given:
 /// then each one is reported there and the read goes on.
-inline std::error_code read_outbox_records(statement& st, std::vector<outbox_record>& rows,
-                                           std::vector<outbox_row_error>* unreadable = nullptr) {
+LETTERBOX_DECL std::error_code
+read_outbox_records(statement& st, std::vector<outbox_record>& rows,
+                    std::vector<outbox_row_error>* unreadable = nullptr) {
     std::error_code ec;
     while (st.step(ec)) {
         outbox_record r;
@@ -130,8 +131,8 @@ inline std::error_code read_outbox_records(statement& st, std::vector<outbox_rec
 
 } // namespace detail
 
-inline std::error_code outbox_store::add(unit_of_work& uow, const outbox_entry& entry,
-                                         store_time now) {
+LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox_entry& entry,
+                                                 store_time now) {
     if (!db_)
         return errc::closed;
     if (auto ec = uow.check_writable(*db_))
@@ -182,9 +183,10 @@ inline std::error_code outbox_store::add(unit_of_work& uow, const outbox_entry& 
     return ec;
 }
 
-inline std::vector<outbox_record> outbox_store::claim(std::string_view owner, std::size_t max_rows,
-                                                      store_time::duration lease, store_time now,
-                                                      std::error_code& ec) {
+LETTERBOX_DECL std::vector<outbox_record> outbox_store::claim(std::string_view owner,
+                                                              std::size_t max_rows,
+                                                              store_time::duration lease,
+                                                              store_time now, std::error_code& ec) {
     std::vector<outbox_record> batch;
     ec.clear();
     if (!db_) {
@@ -258,8 +260,8 @@ inline std::vector<outbox_record> outbox_store::claim(std::string_view owner, st
     return batch;
 }
 
-inline std::error_code outbox_store::classify_miss(connection& c, std::string_view id,
-                                                   errc otherwise) {
+LETTERBOX_DECL std::error_code outbox_store::classify_miss(connection& c, std::string_view id,
+                                                           errc otherwise) {
     std::error_code ec;
     auto st = c.prepare("SELECT 1 FROM letterbox_outbox WHERE message_id = ?1", ec);
     if (ec)
@@ -271,8 +273,8 @@ inline std::error_code outbox_store::classify_miss(connection& c, std::string_vi
     return found ? make_error_code(otherwise) : make_error_code(errc::record_not_found);
 }
 
-inline std::error_code outbox_store::mark_published(const message_id& id, std::string_view owner,
-                                                    store_time now) {
+LETTERBOX_DECL std::error_code
+outbox_store::mark_published(const message_id& id, std::string_view owner, store_time now) {
     if (!db_)
         return errc::closed;
     const std::string key = letterbox::to_string(id);
@@ -300,9 +302,9 @@ inline std::error_code outbox_store::mark_published(const message_id& id, std::s
     });
 }
 
-inline std::error_code outbox_store::mark_published(std::span<const message_id> ids,
-                                                    std::string_view owner, store_time now,
-                                                    std::vector<std::error_code>& results) {
+LETTERBOX_DECL std::error_code outbox_store::mark_published(std::span<const message_id> ids,
+                                                            std::string_view owner, store_time now,
+                                                            std::vector<std::error_code>& results) {
     results.clear();
     if (!db_) {
         results.assign(ids.size(), make_error_code(errc::closed));
@@ -349,10 +351,10 @@ inline std::error_code outbox_store::mark_published(std::span<const message_id> 
     return ec;
 }
 
-inline std::error_code outbox_store::record_failure(const message_id& id, std::string_view owner,
-                                                    std::string_view error,
-                                                    store_time next_attempt_at,
-                                                    std::uint32_t max_attempts, store_time now) {
+LETTERBOX_DECL std::error_code
+outbox_store::record_failure(const message_id& id, std::string_view owner, std::string_view error,
+                             store_time next_attempt_at, std::uint32_t max_attempts,
+                             store_time now) {
     if (!db_)
         return errc::closed;
     const std::string key = letterbox::to_string(id);
@@ -383,7 +385,7 @@ inline std::error_code outbox_store::record_failure(const message_id& id, std::s
     });
 }
 
-inline std::error_code outbox_store::park(const message_id& id, std::string_view reason) {
+LETTERBOX_DECL std::error_code outbox_store::park(const message_id& id, std::string_view reason) {
     if (!db_)
         return errc::closed;
     const std::string key = letterbox::to_string(id);
@@ -407,7 +409,7 @@ inline std::error_code outbox_store::park(const message_id& id, std::string_view
     });
 }
 
-inline std::error_code outbox_store::unpark(const message_id& id, store_time now) {
+LETTERBOX_DECL std::error_code outbox_store::unpark(const message_id& id, store_time now) {
     if (!db_)
         return errc::closed;
     const std::string key = letterbox::to_string(id);
@@ -430,7 +432,8 @@ inline std::error_code outbox_store::unpark(const message_id& id, store_time now
     });
 }
 
-inline std::size_t outbox_store::release_expired_leases(store_time now, std::error_code& ec) {
+LETTERBOX_DECL std::size_t outbox_store::release_expired_leases(store_time now,
+                                                                std::error_code& ec) {
     // Only claim sets leases, and only on pending heads; settling and parking drop them, and a
     // head stays the head until it is published. So the claimable index holds every lease.
     return detail::count_changes_at(
@@ -441,7 +444,8 @@ inline std::size_t outbox_store::release_expired_leases(store_time now, std::err
         now, ec);
 }
 
-inline std::size_t outbox_store::purge_published(store_time older_than, std::error_code& ec) {
+LETTERBOX_DECL std::size_t outbox_store::purge_published(store_time older_than,
+                                                         std::error_code& ec) {
     return detail::count_changes_at(
         db_.get(),
         "DELETE FROM letterbox_outbox INDEXED BY letterbox_outbox_published_at "
@@ -449,7 +453,8 @@ inline std::size_t outbox_store::purge_published(store_time older_than, std::err
         older_than, ec);
 }
 
-inline std::optional<outbox_record> outbox_store::find(const message_id& id, std::error_code& ec) {
+LETTERBOX_DECL std::optional<outbox_record> outbox_store::find(const message_id& id,
+                                                               std::error_code& ec) {
     ec.clear();
     if (!db_) {
         ec = errc::closed;
@@ -479,20 +484,20 @@ inline std::optional<outbox_record> outbox_store::find(const message_id& id, std
     return found;
 }
 
-inline std::vector<outbox_record> outbox_store::list(const outbox_query& query,
-                                                     std::error_code& ec) {
+LETTERBOX_DECL std::vector<outbox_record> outbox_store::list(const outbox_query& query,
+                                                             std::error_code& ec) {
     return list_rows(query, nullptr, ec);
 }
 
-inline std::vector<outbox_record> outbox_store::list(const outbox_query& query,
-                                                     std::vector<outbox_row_error>& unreadable,
-                                                     std::error_code& ec) {
+LETTERBOX_DECL std::vector<outbox_record>
+outbox_store::list(const outbox_query& query, std::vector<outbox_row_error>& unreadable,
+                   std::error_code& ec) {
     return list_rows(query, &unreadable, ec);
 }
 
-inline std::vector<outbox_record> outbox_store::list_rows(const outbox_query& query,
-                                                          std::vector<outbox_row_error>* unreadable,
-                                                          std::error_code& ec) {
+LETTERBOX_DECL std::vector<outbox_record>
+outbox_store::list_rows(const outbox_query& query, std::vector<outbox_row_error>* unreadable,
+                        std::error_code& ec) {
     ec.clear();
     if (unreadable)
         unreadable->clear();
@@ -549,7 +554,7 @@ inline std::vector<outbox_record> outbox_store::list_rows(const outbox_query& qu
     return rows;
 }
 
-inline outbox_stats outbox_store::stats(store_time now, std::error_code& ec) {
+LETTERBOX_DECL outbox_stats outbox_store::stats(store_time now, std::error_code& ec) {
     ec.clear();
     outbox_stats s;
     if (!db_) {

@@ -8,7 +8,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
-inline std::span<const schema::migration> schema::migrations() noexcept {
+LETTERBOX_DECL std::span<const schema::migration> schema::migrations() noexcept {
     // Released steps are never edited: a database that recorded version n ran exactly these.
     static constexpr migration steps[] = {
         {1, "outbox and inbox tables",
@@ -88,7 +88,7 @@ CREATE INDEX letterbox_inbox_recorded_at ON letterbox_inbox (recorded_at);
     return steps;
 }
 
-inline int schema::installed_version(connection& conn, std::error_code& ec) {
+LETTERBOX_DECL int schema::installed_version(connection& conn, std::error_code& ec) {
     auto table = conn.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
                               "'letterbox_schema_version'",
                               ec);
@@ -111,7 +111,7 @@ inline int schema::installed_version(connection& conn, std::error_code& ec) {
     return static_cast<int>(row->column_int64(0));
 }
 
-inline std::error_code schema::migrate(connection& conn) {
+LETTERBOX_DECL std::error_code schema::migrate(connection& conn) {
     std::error_code ec;
     // Read first: an up-to-date database needs no write lock, so opening it never waits for
     // a writer.

@@ -9,20 +9,21 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
-inline void content_assembler::reset() noexcept {
+LETTERBOX_DECL void content_assembler::reset() noexcept {
     pending_ = command{};
     remaining_ = 0;
     state_ = state::idle;
 }
 
-inline std::optional<command> content_assembler::fail(errc e, std::error_code& ec) noexcept {
+LETTERBOX_DECL std::optional<command> content_assembler::fail(errc e,
+                                                              std::error_code& ec) noexcept {
     reset();
     ec = e;
     return std::nullopt;
 }
 
-inline std::optional<command> content_assembler::feed(const frame_view& frame,
-                                                      std::error_code& ec) {
+LETTERBOX_DECL std::optional<command> content_assembler::feed(const frame_view& frame,
+                                                              std::error_code& ec) {
     ec.clear();
     if (state_ != state::idle && frame.channel != pending_.channel)
         return fail(errc::invalid_argument, ec);

@@ -8,8 +8,8 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec {
 
-inline std::error_code frame_reader::set_limits(std::uint32_t frame_max,
-                                                std::uint16_t channel_max) noexcept {
+LETTERBOX_DECL std::error_code frame_reader::set_limits(std::uint32_t frame_max,
+                                                        std::uint16_t channel_max) noexcept {
     if (frame_max != 0 && frame_max < frame_min_size)
         return errc::invalid_argument;
     frame_max_ = effective_frame_max(frame_max);
@@ -17,7 +17,7 @@ inline std::error_code frame_reader::set_limits(std::uint32_t frame_max,
     return {};
 }
 
-inline void frame_reader::compact() {
+LETTERBOX_DECL void frame_reader::compact() {
     // Move the unread bytes to the front once they no longer start there, so that the buffer
     // does not grow with the total traffic, only with the largest unread backlog.
     if (begin_ == 0)
@@ -29,7 +29,7 @@ inline void frame_reader::compact() {
     end_ = unread;
 }
 
-inline std::span<char> frame_reader::prepare(std::size_t n) {
+LETTERBOX_DECL std::span<char> frame_reader::prepare(std::size_t n) {
     compact();
     if (buffer_.size() < end_ + n)
         buffer_.resize(end_ + n);
@@ -37,12 +37,12 @@ inline std::span<char> frame_reader::prepare(std::size_t n) {
     return {buffer_.data() + end_, n};
 }
 
-inline void frame_reader::commit(std::size_t n) noexcept {
+LETTERBOX_DECL void frame_reader::commit(std::size_t n) noexcept {
     end_ += n < prepared_ ? n : prepared_;
     prepared_ = 0;
 }
 
-inline void frame_reader::feed(std::string_view bytes) {
+LETTERBOX_DECL void frame_reader::feed(std::string_view bytes) {
     if (bytes.empty())
         return;
     const auto area = prepare(bytes.size());
@@ -50,12 +50,12 @@ inline void frame_reader::feed(std::string_view bytes) {
     commit(bytes.size());
 }
 
-inline std::error_code frame_reader::fail(errc e) noexcept {
+LETTERBOX_DECL std::error_code frame_reader::fail(errc e) noexcept {
     error_ = make_error_code(e);
     return error_;
 }
 
-inline std::size_t frame_reader::bytes_wanted() const noexcept {
+LETTERBOX_DECL std::size_t frame_reader::bytes_wanted() const noexcept {
     const auto available = end_ - begin_;
     if (error_)
         return 0;
@@ -70,7 +70,7 @@ inline std::size_t frame_reader::bytes_wanted() const noexcept {
     return available >= total ? 0 : total - available;
 }
 
-inline std::optional<frame_view> frame_reader::next(std::error_code& ec) {
+LETTERBOX_DECL std::optional<frame_view> frame_reader::next(std::error_code& ec) {
     ec = error_;
     if (error_)
         return std::nullopt;

@@ -22,7 +22,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- connection and recovery ---------------------------------------------------------------
 
-inline void transport_state::with_connection(completion then) {
+LETTERBOX_DECL void transport_state::with_connection(completion then) {
     if (closed_)
         return then(make_error_code(errc::closed));
     if (phase_ == phase::open && conn_ && conn_->is_open())
@@ -33,7 +33,7 @@ inline void transport_state::with_connection(completion then) {
     waiters_.push_back(std::move(then));
 }
 
-inline void transport_state::connect_now() {
+LETTERBOX_DECL void transport_state::connect_now() {
     if (closed_)
         return;
     phase_ = phase::connecting;
@@ -54,7 +54,7 @@ inline void transport_state::connect_now() {
     });
 }
 
-inline void transport_state::on_connected(std::uint64_t generation, std::error_code ec) {
+LETTERBOX_DECL void transport_state::on_connected(std::uint64_t generation, std::error_code ec) {
     if (generation != generation_ || closed_)
         return;
     if (ec) {
@@ -67,7 +67,7 @@ inline void transport_state::on_connected(std::uint64_t generation, std::error_c
     recover_topology(0);
 }
 
-inline void transport_state::recover_topology(std::size_t next) {
+LETTERBOX_DECL void transport_state::recover_topology(std::size_t next) {
     if (!connection_usable())
         return;
     if (next == declared_.size()) {
@@ -85,8 +85,9 @@ inline void transport_state::recover_topology(std::size_t next) {
     });
 }
 
-inline void transport_state::recover_consumers(std::vector<std::shared_ptr<subscription>> subs,
-                                               std::size_t next) {
+LETTERBOX_DECL void
+transport_state::recover_consumers(std::vector<std::shared_ptr<subscription>> subs,
+                                   std::size_t next) {
     if (!connection_usable())
         return;
     if (next == subs.size())
@@ -104,7 +105,7 @@ inline void transport_state::recover_consumers(std::vector<std::shared_ptr<subsc
     });
 }
 
-inline void transport_state::opened() {
+LETTERBOX_DECL void transport_state::opened() {
     phase_ = phase::open;
     connected_.store(true, std::memory_order_release);
     auto waiters = std::move(waiters_);
@@ -114,14 +115,15 @@ inline void transport_state::opened() {
     pump();
 }
 
-inline void transport_state::fail_waiters(std::error_code ec) {
+LETTERBOX_DECL void transport_state::fail_waiters(std::error_code ec) {
     auto waiters = std::move(waiters_);
     waiters_.clear();
     for (auto& w : waiters)
         w(ec);
 }
 
-inline void transport_state::on_connection_lost(std::uint64_t generation, std::error_code ec) {
+LETTERBOX_DECL void transport_state::on_connection_lost(std::uint64_t generation,
+                                                        std::error_code ec) {
     if (generation != generation_ || closed_)
         return;
     (void)ec;
@@ -141,7 +143,7 @@ inline void transport_state::on_connection_lost(std::uint64_t generation, std::e
     schedule_reconnect();
 }
 
-inline void transport_state::schedule_reconnect() {
+LETTERBOX_DECL void transport_state::schedule_reconnect() {
     if (closed_)
         return;
     phase_ = phase::backoff;
@@ -157,12 +159,12 @@ inline void transport_state::schedule_reconnect() {
     });
 }
 
-inline void transport_state::drop_connection() {
+LETTERBOX_DECL void transport_state::drop_connection() {
     if (conn_)
         conn_->abort(make_error_code(errc::connection_closed));
 }
 
-inline void transport_state::close(completion done) {
+LETTERBOX_DECL void transport_state::close(completion done) {
     if (closed_) {
         if (conn_ && conn_->current_state() != connection_core::state::closed) {
             close_waiters_.push_back(std::move(done));

@@ -20,8 +20,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- consuming -----------------------------------------------------------------------------
 
-inline void transport_state::consume(consume_options o, std::function<void(delivery)> on_delivery,
-                                     consume_completion done) {
+LETTERBOX_DECL void transport_state::consume(consume_options o,
+                                             std::function<void(delivery)> on_delivery,
+                                             consume_completion done) {
     if (closed_)
         return done(make_error_code(errc::closed), nullptr);
     auto sub = std::make_shared<subscription>();
@@ -63,8 +64,8 @@ inline void transport_state::consume(consume_options o, std::function<void(deliv
         });
 }
 
-inline void transport_state::subscribe_now(const std::shared_ptr<subscription>& sub,
-                                           completion done) {
+LETTERBOX_DECL void transport_state::subscribe_now(const std::shared_ptr<subscription>& sub,
+                                                   completion done) {
     if (!connection_usable())
         return done(make_error_code(errc::connection_closed));
     conn_->open_channel([self = shared_from_this(), sub, done = std::move(done)](
@@ -112,8 +113,9 @@ inline void transport_state::subscribe_now(const std::shared_ptr<subscription>& 
     });
 }
 
-inline void transport_state::on_consumer_command(const std::weak_ptr<subscription>& weak_sub,
-                                                 std::uint64_t uid, codec::command&& cmd) {
+LETTERBOX_DECL void
+transport_state::on_consumer_command(const std::weak_ptr<subscription>& weak_sub, std::uint64_t uid,
+                                     codec::command&& cmd) {
     auto sub = weak_sub.lock();
     if (closed_)
         return;
@@ -153,8 +155,8 @@ inline void transport_state::on_consumer_command(const std::weak_ptr<subscriptio
     }
 }
 
-inline void transport_state::on_consumer_closed(const std::weak_ptr<subscription>& weak_sub,
-                                                std::uint64_t uid) {
+LETTERBOX_DECL void transport_state::on_consumer_closed(const std::weak_ptr<subscription>& weak_sub,
+                                                        std::uint64_t uid) {
     channels_.erase(uid);
     // A lost connection is handled by the recovery, which subscribes again.
     if (!connection_usable())
@@ -175,7 +177,7 @@ inline void transport_state::on_consumer_closed(const std::weak_ptr<subscription
     });
 }
 
-inline void transport_state::start_delivering(const std::shared_ptr<subscription>& sub) {
+LETTERBOX_DECL void transport_state::start_delivering(const std::shared_ptr<subscription>& sub) {
     while (!sub->pending.empty() && !closed_) {
         auto d = std::move(sub->pending.front());
         sub->pending.pop_front();
@@ -189,7 +191,7 @@ inline void transport_state::start_delivering(const std::shared_ptr<subscription
         f();
 }
 
-inline void transport_state::cancel(const std::string& tag, completion done) {
+LETTERBOX_DECL void transport_state::cancel(const std::string& tag, completion done) {
     if (closed_)
         return done(make_error_code(errc::closed));
     auto it = subscriptions_.find(tag);
@@ -205,7 +207,8 @@ inline void transport_state::cancel(const std::string& tag, completion done) {
     cancel_now(sub, std::move(done));
 }
 
-inline void transport_state::cancel_now(const std::shared_ptr<subscription>& sub, completion done) {
+LETTERBOX_DECL void transport_state::cancel_now(const std::shared_ptr<subscription>& sub,
+                                                completion done) {
     if (!sub->ch || !sub->ch->is_open())
         return done({});
     const auto uid = sub->ch->uid();

@@ -22,7 +22,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- publishing ----------------------------------------------------------------------------
 
-inline void transport_state::publish(message m, completion done) {
+LETTERBOX_DECL void transport_state::publish(message m, completion done) {
     if (closed_)
         return done(make_error_code(errc::closed));
     // No message leaves letterbox without an id (message.hpp); it also keys the correlation of
@@ -33,7 +33,7 @@ inline void transport_state::publish(message m, completion done) {
     pump();
 }
 
-inline void transport_state::pump() {
+LETTERBOX_DECL void transport_state::pump() {
     if (outbox_.empty() || closed_)
         return;
     if (!connection_usable() || phase_ != phase::open) {
@@ -85,8 +85,8 @@ inline void transport_state::pump() {
     }
 }
 
-inline void transport_state::setup_publisher(const std::shared_ptr<channel_core>& ch,
-                                             completion done) {
+LETTERBOX_DECL void transport_state::setup_publisher(const std::shared_ptr<channel_core>& ch,
+                                                     completion done) {
     std::weak_ptr<transport_state> weak = weak_from_this();
     const auto uid = ch->uid();
     ch->on_command = [weak, uid](codec::command&& cmd) {
@@ -109,7 +109,7 @@ inline void transport_state::setup_publisher(const std::shared_ptr<channel_core>
              });
 }
 
-inline void transport_state::on_publisher_command(std::uint64_t uid, codec::command&& cmd) {
+LETTERBOX_DECL void transport_state::on_publisher_command(std::uint64_t uid, codec::command&& cmd) {
     if (uid != publisher_uid_)
         return;
     if (const auto* ack = std::get_if<codec::basic_ack>(&cmd.method))
@@ -131,7 +131,7 @@ inline void transport_state::on_publisher_command(std::uint64_t uid, codec::comm
     }
 }
 
-inline void transport_state::confirm(std::uint64_t seq, bool multiple, bool ack) {
+LETTERBOX_DECL void transport_state::confirm(std::uint64_t seq, bool multiple, bool ack) {
     auto first = unconfirmed_.begin();
     auto last = unconfirmed_.upper_bound(seq);
     if (!multiple) {
@@ -151,8 +151,8 @@ inline void transport_state::confirm(std::uint64_t seq, bool multiple, bool ack)
     pump();
 }
 
-inline void transport_state::on_publisher_closed(std::uint64_t uid, std::error_code ec,
-                                                 const std::string& text) {
+LETTERBOX_DECL void transport_state::on_publisher_closed(std::uint64_t uid, std::error_code ec,
+                                                         const std::string& text) {
     if (uid != publisher_uid_)
         return;
     publisher_uid_ = 0;
@@ -177,14 +177,14 @@ inline void transport_state::on_publisher_closed(std::uint64_t uid, std::error_c
         pump();
 }
 
-inline void transport_state::fail_outbox(std::error_code ec) {
+LETTERBOX_DECL void transport_state::fail_outbox(std::error_code ec) {
     auto outbox = std::move(outbox_);
     outbox_.clear();
     for (auto& o : outbox)
         o.done(ec);
 }
 
-inline void transport_state::fail_unconfirmed(std::error_code ec) {
+LETTERBOX_DECL void transport_state::fail_unconfirmed(std::error_code ec) {
     publisher_uid_ = 0;
     auto pending = std::move(unconfirmed_);
     unconfirmed_.clear();

@@ -25,7 +25,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // A cancelled consumer's channel stays open while it holds unacknowledged deliveries (they
 // can still be settled, as on RabbitMQ), then closes.
-inline void transport_state::retire(std::uint64_t uid) {
+LETTERBOX_DECL void transport_state::retire(std::uint64_t uid) {
     auto it = channels_.find(uid);
     if (it == channels_.end())
         return;
@@ -43,7 +43,7 @@ inline void transport_state::retire(std::uint64_t uid) {
 // The acks of one strand turn (a consumer acking the deliveries of one read) go out as one
 // `basic.ack(multiple)` when no tag below the highest is still owed, or one by one otherwise:
 // fewer frames for the broker to process, and the same outcome.
-inline void transport_state::flush_acks(std::uint64_t uid) {
+LETTERBOX_DECL void transport_state::flush_acks(std::uint64_t uid) {
     auto it = channels_.find(uid);
     if (it == channels_.end())
         return;
@@ -63,9 +63,9 @@ inline void transport_state::flush_acks(std::uint64_t uid) {
         (void)entry.ch->send(codec::basic_ack{tag, false});
 }
 
-inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag,
-                                    letterbox::detail::settlement how, bool requeue,
-                                    completion done) {
+LETTERBOX_DECL void transport_state::settle(std::uint64_t channel, std::uint64_t tag,
+                                            letterbox::detail::settlement how, bool requeue,
+                                            completion done) {
     if (closed_)
         return done(make_error_code(errc::closed));
     auto it = channels_.find(channel);
@@ -111,7 +111,7 @@ inline void transport_state::settle(std::uint64_t channel, std::uint64_t tag,
 
 // ---- basic.get -----------------------------------------------------------------------------
 
-inline void transport_state::get(const std::string& queue, get_completion done) {
+LETTERBOX_DECL void transport_state::get(const std::string& queue, get_completion done) {
     with_connection(
         [self = shared_from_this(), queue, done = std::move(done)](std::error_code ec) mutable {
             if (ec)

@@ -20,8 +20,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- channels and topology -----------------------------------------------------------------
 
-inline void transport_state::acquire(const std::shared_ptr<lazy_channel>& lc, channel_setup setup,
-                                     channel_ready done) {
+LETTERBOX_DECL void transport_state::acquire(const std::shared_ptr<lazy_channel>& lc,
+                                             channel_setup setup, channel_ready done) {
     if (lc->ch && lc->ch->is_open())
         return done({}, lc->ch);
     lc->waiters.push_back(std::move(done));
@@ -54,8 +54,8 @@ inline void transport_state::acquire(const std::shared_ptr<lazy_channel>& lc, ch
     });
 }
 
-inline void transport_state::admin_call(codec::method m, channel_core::reply_filter filter,
-                                        rpc_done done, int attempts) {
+LETTERBOX_DECL void transport_state::admin_call(codec::method m, channel_core::reply_filter filter,
+                                                rpc_done done, int attempts) {
     acquire(admin_, nullptr,
             [self = shared_from_this(), m, filter, done = std::move(done),
              attempts](std::error_code ec, std::shared_ptr<channel_core> ch) mutable {
@@ -75,7 +75,7 @@ inline void transport_state::admin_call(codec::method m, channel_core::reply_fil
             });
 }
 
-inline void transport_state::declare_now(const declaration& d, completion done) {
+LETTERBOX_DECL void transport_state::declare_now(const declaration& d, completion done) {
     auto finish = [done = std::move(done)](std::error_code ec, codec::command) mutable {
         done(ec);
     };
@@ -107,7 +107,7 @@ inline void transport_state::declare_now(const declaration& d, completion done) 
                &is_one_of<codec::exchange_bind_ok>, std::move(finish));
 }
 
-inline void transport_state::record(const declaration& d) {
+LETTERBOX_DECL void transport_state::record(const declaration& d) {
     // A server-named queue cannot be declared again under its name: not recorded.
     if (const auto* q = std::get_if<topology::queue>(&d); q && q->name.empty())
         return;
@@ -115,7 +115,7 @@ inline void transport_state::record(const declaration& d) {
         declared_.push_back(d);
 }
 
-inline void transport_state::declare_and_record(declaration d, completion done) {
+LETTERBOX_DECL void transport_state::declare_and_record(declaration d, completion done) {
     with_connection([self = shared_from_this(), d = std::move(d),
                      done = std::move(done)](std::error_code ec) mutable {
         if (ec)
@@ -128,19 +128,19 @@ inline void transport_state::declare_and_record(declaration d, completion done) 
     });
 }
 
-inline void transport_state::declare(const topology::exchange& x, completion done) {
+LETTERBOX_DECL void transport_state::declare(const topology::exchange& x, completion done) {
     declare_and_record(x, std::move(done));
 }
 
-inline void transport_state::declare(const topology::queue& q, completion done) {
+LETTERBOX_DECL void transport_state::declare(const topology::queue& q, completion done) {
     declare_and_record(q, std::move(done));
 }
 
-inline void transport_state::bind(const topology::binding& b, completion done) {
+LETTERBOX_DECL void transport_state::bind(const topology::binding& b, completion done) {
     declare_and_record(b, std::move(done));
 }
 
-inline void transport_state::depth(const std::string& queue, depth_completion done) {
+LETTERBOX_DECL void transport_state::depth(const std::string& queue, depth_completion done) {
     with_connection([self = shared_from_this(), queue,
                      done = std::move(done)](std::error_code ec) mutable {
         if (ec)

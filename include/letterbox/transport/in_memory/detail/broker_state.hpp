@@ -72,24 +72,10 @@ enum class return_kind { nack, reject, recover, channel_closed };
 class broker_state : public std::enable_shared_from_this<broker_state> {
 public:
     broker_state(std::unique_ptr<clock_adapter> clock, const broker_profile& profile,
-                 std::size_t max_message_size, std::uint64_t message_id_seed)
-        : clock_(std::move(clock))
-        , profile_(profile)
-        , max_message_size_(max_message_size)
-        , ids_(message_id_seed) {
-        for (auto [name, type] : {std::pair{"", topology::exchange_type::direct},
-                                  std::pair{"amq.direct", topology::exchange_type::direct},
-                                  std::pair{"amq.fanout", topology::exchange_type::fanout},
-                                  std::pair{"amq.topic", topology::exchange_type::topic},
-                                  std::pair{"amq.headers", topology::exchange_type::headers},
-                                  std::pair{"amq.match", topology::exchange_type::headers}}) {
-            exchange_state x;
-            x.decl.name = name;
-            x.decl.type = type;
-            x.builtin = true;
-            exchanges_.emplace(name, std::move(x));
-        }
-    }
+                 std::size_t max_message_size, std::uint64_t message_id_seed);
+    broker_state(const broker_state&) = delete;
+    broker_state& operator=(const broker_state&) = delete;
+    ~broker_state();
 
     // Runs queued callbacks when the outermost broker operation ends.
     class scope {
@@ -415,6 +401,7 @@ private:
 
 } // namespace letterbox::in_memory::detail
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/transport/in_memory/detail/impl/broker_state_basic.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_connections.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_dead_letters.hpp>
@@ -428,3 +415,4 @@ private:
 #include <letterbox/transport/in_memory/detail/impl/broker_state_returns.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_routing.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_topology.hpp>
+#endif

@@ -9,8 +9,31 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline std::error_code broker_state::basic_qos(channel_state& ch, std::uint16_t prefetch,
-                                               bool global) {
+LETTERBOX_DECL
+broker_state::broker_state(std::unique_ptr<clock_adapter> clock, const broker_profile& profile,
+                           std::size_t max_message_size, std::uint64_t message_id_seed)
+    : clock_(std::move(clock))
+    , profile_(profile)
+    , max_message_size_(max_message_size)
+    , ids_(message_id_seed) {
+    for (auto [name, type] : {std::pair{"", topology::exchange_type::direct},
+                              std::pair{"amq.direct", topology::exchange_type::direct},
+                              std::pair{"amq.fanout", topology::exchange_type::fanout},
+                              std::pair{"amq.topic", topology::exchange_type::topic},
+                              std::pair{"amq.headers", topology::exchange_type::headers},
+                              std::pair{"amq.match", topology::exchange_type::headers}}) {
+        exchange_state x;
+        x.decl.name = name;
+        x.decl.type = type;
+        x.builtin = true;
+        exchanges_.emplace(name, std::move(x));
+    }
+}
+
+LETTERBOX_DECL broker_state::~broker_state() = default;
+
+LETTERBOX_DECL std::error_code broker_state::basic_qos(channel_state& ch, std::uint16_t prefetch,
+                                                       bool global) {
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
@@ -25,15 +48,15 @@ inline std::error_code broker_state::basic_qos(channel_state& ch, std::uint16_t 
     return {};
 }
 
-inline std::error_code broker_state::confirm_select(channel_state& ch) {
+LETTERBOX_DECL std::error_code broker_state::confirm_select(channel_state& ch) {
     if (auto ec = check_open(ch))
         return ec;
     ch.confirm = true;
     return {};
 }
 
-inline std::error_code broker_state::basic_publish(channel_state& ch, message&& msg,
-                                                   bool mandatory) {
+LETTERBOX_DECL std::error_code broker_state::basic_publish(channel_state& ch, message&& msg,
+                                                           bool mandatory) {
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
@@ -126,10 +149,11 @@ inline std::error_code broker_state::basic_publish(channel_state& ch, message&& 
     return {};
 }
 
-inline std::string broker_state::basic_consume(channel_state& ch, std::string_view queue,
-                                               basic_consume_options opts,
-                                               delivery_callback on_delivery,
-                                               cancel_handler on_cancel, std::error_code& ec) {
+LETTERBOX_DECL std::string broker_state::basic_consume(channel_state& ch, std::string_view queue,
+                                                       basic_consume_options opts,
+                                                       delivery_callback on_delivery,
+                                                       cancel_handler on_cancel,
+                                                       std::error_code& ec) {
     ec = check_open(ch);
     if (ec)
         return {};
@@ -175,7 +199,7 @@ inline std::string broker_state::basic_consume(channel_state& ch, std::string_vi
     return c->tag;
 }
 
-inline std::error_code broker_state::basic_cancel(channel_state& ch, std::string_view tag) {
+LETTERBOX_DECL std::error_code broker_state::basic_cancel(channel_state& ch, std::string_view tag) {
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
@@ -188,9 +212,10 @@ inline std::error_code broker_state::basic_cancel(channel_state& ch, std::string
     return {};
 }
 
-inline std::optional<basic_delivery> broker_state::basic_get(channel_state& ch,
-                                                             std::string_view queue, bool no_ack,
-                                                             std::error_code& ec) {
+LETTERBOX_DECL std::optional<basic_delivery> broker_state::basic_get(channel_state& ch,
+                                                                     std::string_view queue,
+                                                                     bool no_ack,
+                                                                     std::error_code& ec) {
     ec = check_open(ch);
     if (ec)
         return std::nullopt;
@@ -215,8 +240,9 @@ inline std::optional<basic_delivery> broker_state::basic_get(channel_state& ch,
     return d;
 }
 
-inline std::error_code broker_state::settle(channel_state& ch, std::uint64_t tag, bool multiple,
-                                            bool ack, bool requeue, return_kind how) {
+LETTERBOX_DECL std::error_code broker_state::settle(channel_state& ch, std::uint64_t tag,
+                                                    bool multiple, bool ack, bool requeue,
+                                                    return_kind how) {
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
@@ -275,7 +301,7 @@ inline std::error_code broker_state::settle(channel_state& ch, std::uint64_t tag
     return {};
 }
 
-inline std::error_code broker_state::basic_recover(channel_state& ch, bool requeue) {
+LETTERBOX_DECL std::error_code broker_state::basic_recover(channel_state& ch, bool requeue) {
     if (auto ec = check_open(ch))
         return ec;
     if (!requeue) // 540, a hard error: the whole connection closes

@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline std::shared_ptr<connection_state> broker_state::open_connection(std::string name) {
+LETTERBOX_DECL std::shared_ptr<connection_state> broker_state::open_connection(std::string name) {
     auto c = std::make_shared<connection_state>();
     c->name = std::move(name);
     if (down_) {
@@ -24,7 +24,7 @@ inline std::shared_ptr<connection_state> broker_state::open_connection(std::stri
     return c;
 }
 
-inline std::shared_ptr<channel_state> broker_state::open_channel(connection_state& c) {
+LETTERBOX_DECL std::shared_ptr<channel_state> broker_state::open_channel(connection_state& c) {
     auto ch = std::make_shared<channel_state>();
     ch->id = ++last_id_;
     ch->self = ch;
@@ -38,14 +38,14 @@ inline std::shared_ptr<channel_state> broker_state::open_channel(connection_stat
     return ch;
 }
 
-inline void broker_state::close_channel(channel_state& ch, close_reason why) {
+LETTERBOX_DECL void broker_state::close_channel(channel_state& ch, close_reason why) {
     if (!ch.open)
         return;
     ch.open = false;
     wind_down(ch, std::move(why));
 }
 
-inline void broker_state::wind_down(channel_state& ch, close_reason why) {
+LETTERBOX_DECL void broker_state::wind_down(channel_state& ch, close_reason why) {
     scope s(*this);
     ch.reason = std::move(why);
     requeue_all(ch, return_kind::channel_closed);
@@ -55,7 +55,7 @@ inline void broker_state::wind_down(channel_state& ch, close_reason why) {
     events_.push_back(ev_channel_closed{shared_channel(ch)});
 }
 
-inline void broker_state::close_connection(connection_state& c, close_reason why) {
+LETTERBOX_DECL void broker_state::close_connection(connection_state& c, close_reason why) {
     if (!c.open)
         return;
     scope s(*this);

@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline void broker_state::dead_letter(queue_state& q, queued m, dead_letter_reason r) {
+LETTERBOX_DECL void broker_state::dead_letter(queue_state& q, queued m, dead_letter_reason r) {
     const auto ri = static_cast<std::size_t>(r);
     if (!q.args.dead_letter_exchange) {
         ++counters_.discarded[ri];
@@ -27,7 +27,7 @@ inline void broker_state::dead_letter(queue_state& q, queued m, dead_letter_reas
     pending_dead_letters_.push_back({queues_.at(q.name), std::move(m), r});
 }
 
-inline void broker_state::process_dead_letters() {
+LETTERBOX_DECL void broker_state::process_dead_letters() {
     while (!pending_dead_letters_.empty()) {
         auto p = std::move(pending_dead_letters_.front());
         pending_dead_letters_.pop_front();
@@ -35,8 +35,8 @@ inline void broker_state::process_dead_letters() {
     }
 }
 
-inline field_table broker_state::make_death_entry(const queue_state& q, const envelope& env,
-                                                  dead_letter_reason r) const {
+LETTERBOX_DECL field_table broker_state::make_death_entry(const queue_state& q, const envelope& env,
+                                                          dead_letter_reason r) const {
     field_array keys{field_value(env.msg.routing_key)};
     for (const auto& k : env.cc)
         keys.emplace_back(k);
@@ -54,8 +54,8 @@ inline field_table broker_state::make_death_entry(const queue_state& q, const en
     return t;
 }
 
-inline void broker_state::update_history(message& msg, const queue_state& q, const envelope& env,
-                                         dead_letter_reason r) const {
+LETTERBOX_DECL void broker_state::update_history(message& msg, const queue_state& q,
+                                                 const envelope& env, dead_letter_reason r) const {
     field_array deaths;
     // 3.10 (update_x_death_header): the x-first-death-* headers are written only by the
     // event that creates x-death; when an x-death is already there (even a client's), they
@@ -101,7 +101,7 @@ inline void broker_state::update_history(message& msg, const queue_state& q, con
     }
 }
 
-inline bool broker_state::is_cycle(const std::string& target, const field_array& deaths) {
+LETTERBOX_DECL bool broker_state::is_cycle(const std::string& target, const field_array& deaths) {
     for (const auto& v : deaths) {
         const auto* t = v.get_if<field_table>();
         if (!t)
@@ -114,7 +114,8 @@ inline bool broker_state::is_cycle(const std::string& target, const field_array&
     return false;
 }
 
-inline void broker_state::republish_dead_letter(queue_state& q, queued m, dead_letter_reason r) {
+LETTERBOX_DECL void broker_state::republish_dead_letter(queue_state& q, queued m,
+                                                        dead_letter_reason r) {
     const auto& dlx = *q.args.dead_letter_exchange;
     const auto& old = *m.env;
     auto env = std::make_shared<envelope>();

@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline void broker_state::after_change(queue_state& q, bool fresh_publish) {
+LETTERBOX_DECL void broker_state::after_change(queue_state& q, bool fresh_publish) {
     if (q.deleted)
         return;
     lazy_now t{*this};
@@ -19,7 +19,7 @@ inline void broker_state::after_change(queue_state& q, bool fresh_publish) {
     schedule(q);
 }
 
-inline void broker_state::dispatch_channel(channel_state& ch) {
+LETTERBOX_DECL void broker_state::dispatch_channel(channel_state& ch) {
     auto& qs = channel_queues_scratch_; // never re-entered: after_change runs no callback
     qs.clear();
     for (auto& [tag, c] : ch.consumers)
@@ -30,7 +30,7 @@ inline void broker_state::dispatch_channel(channel_state& ch) {
     qs.clear();
 }
 
-inline bool broker_state::has_capacity(const consumer_state& c) {
+LETTERBOX_DECL bool broker_state::has_capacity(const consumer_state& c) {
     const auto& ch = *c.channel;
     if (!c.active || !ch.open)
         return false;
@@ -40,7 +40,7 @@ inline bool broker_state::has_capacity(const consumer_state& c) {
            (ch.global_prefetch == 0 || ch.global_outstanding < ch.global_prefetch);
 }
 
-inline void broker_state::dispatch(queue_state& q, bool fresh_publish, lazy_now& t) {
+LETTERBOX_DECL void broker_state::dispatch(queue_state& q, bool fresh_publish, lazy_now& t) {
     std::shared_ptr<queue_state> self; // looked up on the first hand-out only
     while (q.ready_count() > 0 && !q.consumers.empty()) {
         if (q.head()->expires_at != no_expiry)
@@ -68,10 +68,10 @@ inline void broker_state::dispatch(queue_state& q, bool fresh_publish, lazy_now&
     }
 }
 
-inline basic_delivery broker_state::hand_out(channel_state& ch,
-                                             const std::shared_ptr<queue_state>& q,
-                                             std::shared_ptr<consumer_state> c, queued m,
-                                             bool no_ack, bool by_get) {
+LETTERBOX_DECL basic_delivery broker_state::hand_out(channel_state& ch,
+                                                     const std::shared_ptr<queue_state>& q,
+                                                     std::shared_ptr<consumer_state> c, queued m,
+                                                     bool no_ack, bool by_get) {
     ++m.acquired;
     basic_delivery d;
     d.delivery_tag = ch.next_tag++;
@@ -107,7 +107,7 @@ inline basic_delivery broker_state::hand_out(channel_state& ch,
     return d;
 }
 
-inline void broker_state::release(channel_state& ch, unacked_entry& e) {
+LETTERBOX_DECL void broker_state::release(channel_state& ch, unacked_entry& e) {
     e.settled = true;
     --ch.live_unacked;
     if (!e.queue->deleted)
@@ -118,7 +118,7 @@ inline void broker_state::release(channel_state& ch, unacked_entry& e) {
     }
 }
 
-inline void broker_state::compact(channel_state& ch) {
+LETTERBOX_DECL void broker_state::compact(channel_state& ch) {
     while (!ch.unacked.empty() && ch.unacked.front().settled)
         ch.unacked.pop_front();
 }

@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline void broker_state::flush() {
+LETTERBOX_DECL void broker_state::flush() {
     ++depth_;
     struct restore {
         broker_state& b;
@@ -27,32 +27,32 @@ inline void broker_state::flush() {
     }
 }
 
-inline void broker_state::deliver_event(ev_deliver& e) {
+LETTERBOX_DECL void broker_state::deliver_event(ev_deliver& e) {
     if (e.ch->open && e.consumer->on_delivery)
         e.consumer->on_delivery(e.d);
 }
 
-inline void broker_state::deliver_event(ev_confirm& e) {
+LETTERBOX_DECL void broker_state::deliver_event(ev_confirm& e) {
     if (e.ch->open && e.ch->on_confirm)
         e.ch->on_confirm(e.seq, e.ack, false);
 }
 
-inline void broker_state::deliver_event(ev_return& e) {
+LETTERBOX_DECL void broker_state::deliver_event(ev_return& e) {
     if (e.ch->open && e.ch->on_return)
         e.ch->on_return(e.r);
 }
 
-inline void broker_state::deliver_event(ev_cancel& e) {
+LETTERBOX_DECL void broker_state::deliver_event(ev_cancel& e) {
     if (e.ch->open && e.consumer->on_cancel)
         e.consumer->on_cancel(e.consumer->tag);
 }
 
-inline void broker_state::deliver_event(ev_channel_closed& e) {
+LETTERBOX_DECL void broker_state::deliver_event(ev_channel_closed& e) {
     if (e.ch->on_close)
         e.ch->on_close(e.ch->reason);
 }
 
-inline void broker_state::deliver_event(ev_connection_closed& e) {
+LETTERBOX_DECL void broker_state::deliver_event(ev_connection_closed& e) {
     if (e.conn && e.conn->on_close)
         e.conn->on_close(e.conn->reason);
 }

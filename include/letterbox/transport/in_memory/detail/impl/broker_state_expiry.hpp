@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline void broker_state::expire_heads(queue_state& q, std::int64_t t) {
+LETTERBOX_DECL void broker_state::expire_heads(queue_state& q, std::int64_t t) {
     while (auto* h = q.head()) {
         if (h->expires_at > t)
             break;
@@ -17,7 +17,7 @@ inline void broker_state::expire_heads(queue_state& q, std::int64_t t) {
     }
 }
 
-inline void broker_state::schedule(queue_state& q) {
+LETTERBOX_DECL void broker_state::schedule(queue_state& q) {
     const auto* h = q.head();
     const auto deadline = h ? h->expires_at : no_expiry;
     if (deadline == q.timer_deadline || q.deleted)
@@ -40,7 +40,7 @@ inline void broker_state::schedule(queue_state& q) {
     });
 }
 
-inline void broker_state::touch(queue_state& q) {
+LETTERBOX_DECL void broker_state::touch(queue_state& q) {
     if (!q.args.expires || q.deleted)
         return;
     q.unused_until = now() + static_cast<std::int64_t>(q.args.expires->count()) * 1'000'000;

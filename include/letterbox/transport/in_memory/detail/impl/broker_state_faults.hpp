@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline void broker_state::sever_all() {
+LETTERBOX_DECL void broker_state::sever_all() {
     scope s(*this);
     auto conns = connections_;
     for (auto& c : conns)
@@ -17,7 +17,7 @@ inline void broker_state::sever_all() {
                               "CONNECTION_FORCED - connection severed (fault injection)"});
 }
 
-inline void broker_state::go_down() {
+LETTERBOX_DECL void broker_state::go_down() {
     scope s(*this);
     down_ = true;
     auto conns = connections_;
@@ -26,16 +26,16 @@ inline void broker_state::go_down() {
                               "CONNECTION_FORCED - broker unreachable (fault injection)"});
 }
 
-inline std::vector<letterbox::detail::unique_function<void()>> broker_state::come_back() {
+LETTERBOX_DECL std::vector<letterbox::detail::unique_function<void()>> broker_state::come_back() {
     down_ = false;
     return std::exchange(up_waiters_, {});
 }
 
-inline void broker_state::when_up(letterbox::detail::unique_function<void()> f) {
+LETTERBOX_DECL void broker_state::when_up(letterbox::detail::unique_function<void()> f) {
     up_waiters_.push_back(std::move(f));
 }
 
-inline void broker_state::restart() {
+LETTERBOX_DECL void broker_state::restart() {
     scope s(*this);
     auto conns = connections_;
     for (auto& c : conns)

@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline std::optional<queue_info> broker_state::info(std::string_view name) const {
+LETTERBOX_DECL std::optional<queue_info> broker_state::info(std::string_view name) const {
     auto it = queues_.find(name);
     if (it == queues_.end())
         return std::nullopt;
@@ -18,7 +18,7 @@ inline std::optional<queue_info> broker_state::info(std::string_view name) const
                       q.ready_count(), q.unacked,   q.consumers.size(), q.ready_bytes};
 }
 
-inline std::vector<std::string> broker_state::queue_names() const {
+LETTERBOX_DECL std::vector<std::string> broker_state::queue_names() const {
     std::vector<std::string> out;
     for (const auto& [name, q] : queues_)
         out.push_back(name);
@@ -26,12 +26,13 @@ inline std::vector<std::string> broker_state::queue_names() const {
     return out;
 }
 
-inline std::vector<topology::binding> broker_state::bindings_of(std::string_view exchange) const {
+LETTERBOX_DECL std::vector<topology::binding>
+broker_state::bindings_of(std::string_view exchange) const {
     auto it = exchanges_.find(exchange);
     return it == exchanges_.end() ? std::vector<topology::binding>{} : it->second.bindings;
 }
 
-inline std::pair<std::size_t, std::size_t> broker_state::totals() const {
+LETTERBOX_DECL std::pair<std::size_t, std::size_t> broker_state::totals() const {
     std::size_t r = 0, u = 0;
     for (const auto& [name, q] : queues_) {
         r += q->ready_count();
@@ -40,7 +41,7 @@ inline std::pair<std::size_t, std::size_t> broker_state::totals() const {
     return {r, u};
 }
 
-inline std::size_t broker_state::open_channels() const noexcept {
+LETTERBOX_DECL std::size_t broker_state::open_channels() const noexcept {
     std::size_t n = 0;
     for (const auto& c : connections_)
         for (const auto& ch : c->channels)

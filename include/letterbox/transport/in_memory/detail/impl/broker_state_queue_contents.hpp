@@ -9,8 +9,8 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline std::int64_t broker_state::deadline_for(const queue_state& q,
-                                               std::int64_t message_ttl_ms) const {
+LETTERBOX_DECL std::int64_t broker_state::deadline_for(const queue_state& q,
+                                                       std::int64_t message_ttl_ms) const {
     std::int64_t ttl = message_ttl_ms;
     if (q.args.message_ttl)
         ttl = ttl < 0 ? q.args.message_ttl->count()
@@ -20,23 +20,23 @@ inline std::int64_t broker_state::deadline_for(const queue_state& q,
     return now() + ttl * 1'000'000;
 }
 
-inline bool broker_state::over_limit(const queue_state& q, std::size_t extra_count,
-                                     std::size_t extra_bytes) const {
+LETTERBOX_DECL bool broker_state::over_limit(const queue_state& q, std::size_t extra_count,
+                                             std::size_t extra_bytes) const {
     return (q.args.max_length &&
             q.ready_count() + extra_count > static_cast<std::size_t>(*q.args.max_length)) ||
            (q.args.max_length_bytes &&
             q.ready_bytes + extra_bytes > static_cast<std::size_t>(*q.args.max_length_bytes));
 }
 
-inline topology::overflow_behaviour broker_state::overflow_of(const queue_state& q) const {
+LETTERBOX_DECL topology::overflow_behaviour broker_state::overflow_of(const queue_state& q) const {
     auto o = q.args.overflow.value_or(topology::overflow_behaviour::drop_head);
     if (q.quorum() && o == topology::overflow_behaviour::reject_publish_dlx)
         return topology::overflow_behaviour::drop_head; // 3.10.8, observed
     return o;
 }
 
-inline bool broker_state::enqueue(queue_state& q, std::shared_ptr<const envelope> env,
-                                  std::int64_t message_ttl_ms) {
+LETTERBOX_DECL bool broker_state::enqueue(queue_state& q, std::shared_ptr<const envelope> env,
+                                          std::int64_t message_ttl_ms) {
     queued m;
     m.env = std::move(env);
     m.seq = ++last_seq_;
@@ -69,7 +69,7 @@ inline bool broker_state::enqueue(queue_state& q, std::shared_ptr<const envelope
     return true;
 }
 
-inline void broker_state::drop_head_while_over(queue_state& q) {
+LETTERBOX_DECL void broker_state::drop_head_while_over(queue_state& q) {
     while (q.ready_count() > 0 && over_limit(q, 0, 0))
         dead_letter(q, q.pop_head(), dead_letter_reason::maxlen);
 }

@@ -9,7 +9,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline void broker_state::requeue_all(channel_state& ch, return_kind how) {
+LETTERBOX_DECL void broker_state::requeue_all(channel_state& ch, return_kind how) {
     // Grouped per queue, each group in its original (enqueue) order.
     std::vector<std::pair<std::shared_ptr<queue_state>, std::vector<queued>>> groups;
     for (auto& e : ch.unacked) {
@@ -38,12 +38,12 @@ inline void broker_state::requeue_all(channel_state& ch, return_kind how) {
     }
 }
 
-inline void broker_state::requeue_one(queue_state& q, queued m, return_kind how) {
+LETTERBOX_DECL void broker_state::requeue_one(queue_state& q, queued m, return_kind how) {
     if (count_return(q, m, how))
         place_returned(q, std::move(m), how);
 }
 
-inline bool broker_state::count_return(queue_state& q, queued& m, return_kind how) {
+LETTERBOX_DECL bool broker_state::count_return(queue_state& q, queued& m, return_kind how) {
     m.redelivered = true;
     ++counters_.requeued;
     if (q.quorum()) {
@@ -57,7 +57,7 @@ inline bool broker_state::count_return(queue_state& q, queued& m, return_kind ho
     return true;
 }
 
-inline void broker_state::place_returned(queue_state& q, queued m, return_kind how) {
+LETTERBOX_DECL void broker_state::place_returned(queue_state& q, queued m, return_kind how) {
     q.ready_bytes += m.bytes();
     if (q.quorum()) {
         // rabbit_fifo serves its returns before the other ready messages, in return order.

@@ -9,10 +9,10 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline void broker_state::route_exchange(const exchange_state& x,
-                                         std::span<const std::string_view> keys, const message& msg,
-                                         std::vector<queue_state*>& out,
-                                         std::vector<const exchange_state*>& seen) {
+LETTERBOX_DECL void broker_state::route_exchange(const exchange_state& x,
+                                                 std::span<const std::string_view> keys,
+                                                 const message& msg, std::vector<queue_state*>& out,
+                                                 std::vector<const exchange_state*>& seen) {
     if (!seen.empty() && std::find(seen.begin(), seen.end(), &x) != seen.end())
         return;
     auto add_queue = [&](std::string_view name) {
@@ -68,9 +68,9 @@ inline void broker_state::route_exchange(const exchange_state& x,
         }
 }
 
-inline void broker_state::route(const std::shared_ptr<const envelope>& env,
-                                std::vector<queue_state*>& out, const std::string* explicit_key,
-                                const exchange_state* x) {
+LETTERBOX_DECL void broker_state::route(const std::shared_ptr<const envelope>& env,
+                                        std::vector<queue_state*>& out,
+                                        const std::string* explicit_key, const exchange_state* x) {
     if (!x) {
         auto found = exchanges_.find(env->msg.exchange);
         if (found == exchanges_.end())

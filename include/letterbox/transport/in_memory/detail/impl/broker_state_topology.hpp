@@ -9,8 +9,8 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
-inline std::error_code broker_state::exchange_declare(channel_state& ch,
-                                                      const topology::exchange& x, bool passive) {
+LETTERBOX_DECL std::error_code
+broker_state::exchange_declare(channel_state& ch, const topology::exchange& x, bool passive) {
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
@@ -57,8 +57,8 @@ inline std::error_code broker_state::exchange_declare(channel_state& ch,
     return {};
 }
 
-inline std::error_code broker_state::exchange_delete(channel_state& ch, std::string_view name,
-                                                     bool if_unused) {
+LETTERBOX_DECL std::error_code
+broker_state::exchange_delete(channel_state& ch, std::string_view name, bool if_unused) {
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
@@ -75,8 +75,8 @@ inline std::error_code broker_state::exchange_delete(channel_state& ch, std::str
     return {};
 }
 
-inline std::error_code broker_state::bind(channel_state& ch, const topology::binding& b,
-                                          bool unbind) {
+LETTERBOX_DECL std::error_code broker_state::bind(channel_state& ch, const topology::binding& b,
+                                                  bool unbind) {
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
@@ -117,8 +117,9 @@ inline std::error_code broker_state::bind(channel_state& ch, const topology::bin
     return {};
 }
 
-inline queue_declare_ok broker_state::queue_declare(channel_state& ch, const topology::queue& decl,
-                                                    bool passive, std::error_code& ec) {
+LETTERBOX_DECL queue_declare_ok broker_state::queue_declare(channel_state& ch,
+                                                            const topology::queue& decl,
+                                                            bool passive, std::error_code& ec) {
     ec = check_open(ch);
     if (ec)
         return {};
@@ -201,7 +202,7 @@ inline queue_declare_ok broker_state::queue_declare(channel_state& ch, const top
     return {name, 0, 0};
 }
 
-inline std::optional<topology::queue_arguments>
+LETTERBOX_DECL std::optional<topology::queue_arguments>
 broker_state::new_queue_arguments(channel_state& ch, const topology::queue& decl,
                                   const std::string& name, std::error_code& ec) {
     // RabbitMQ first validates the values of the arguments in its declare_args()
@@ -259,8 +260,8 @@ broker_state::new_queue_arguments(channel_state& ch, const topology::queue& decl
     return args;
 }
 
-inline std::size_t broker_state::queue_purge(channel_state& ch, std::string_view name,
-                                             std::error_code& ec) {
+LETTERBOX_DECL std::size_t broker_state::queue_purge(channel_state& ch, std::string_view name,
+                                                     std::error_code& ec) {
     ec = check_open(ch);
     if (ec)
         return 0;
@@ -277,8 +278,9 @@ inline std::size_t broker_state::queue_purge(channel_state& ch, std::string_view
     return n;
 }
 
-inline std::size_t broker_state::queue_delete(channel_state& ch, std::string_view name,
-                                              bool if_unused, bool if_empty, std::error_code& ec) {
+LETTERBOX_DECL std::size_t broker_state::queue_delete(channel_state& ch, std::string_view name,
+                                                      bool if_unused, bool if_empty,
+                                                      std::error_code& ec) {
     ec = check_open(ch);
     if (ec)
         return 0;
@@ -304,7 +306,7 @@ inline std::size_t broker_state::queue_delete(channel_state& ch, std::string_vie
     return n;
 }
 
-inline void broker_state::remove_consumer(consumer_state& c) {
+LETTERBOX_DECL void broker_state::remove_consumer(consumer_state& c) {
     c.active = false;
     auto q = c.queue.lock();
     if (!q)
@@ -322,7 +324,7 @@ inline void broker_state::remove_consumer(consumer_state& c) {
         touch(*q); // unused from now on: x-expires counts from here
 }
 
-inline void broker_state::delete_queue(queue_state& q, drop_kind why) {
+LETTERBOX_DECL void broker_state::delete_queue(queue_state& q, drop_kind why) {
     if (q.deleted)
         return;
     auto keep = queues_.at(q.name);
@@ -352,7 +354,7 @@ inline void broker_state::delete_queue(queue_state& q, drop_kind why) {
     queues_.erase(q.name);
 }
 
-inline void broker_state::remove_exchange(const std::string& name) {
+LETTERBOX_DECL void broker_state::remove_exchange(const std::string& name) {
     exchanges_.erase(name);
     for (auto& [n, x] : exchanges_)
         std::erase_if(x.bindings, [&](const topology::binding& b) {
