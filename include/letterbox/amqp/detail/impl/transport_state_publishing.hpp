@@ -6,17 +6,16 @@
 
 #include <letterbox/amqp/detail/transport_state.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/confirms.hpp>
 
 #include <letterbox/error.hpp>
 
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
-#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
@@ -132,22 +131,11 @@ LETTERBOX_DECL void transport_state::on_publisher_command(std::uint64_t uid, cod
 }
 
 LETTERBOX_DECL void transport_state::confirm(std::uint64_t seq, bool multiple, bool ack) {
-    auto first = unconfirmed_.begin();
-    auto last = unconfirmed_.upper_bound(seq);
-    if (!multiple) {
-        first = unconfirmed_.find(seq);
-        if (first == unconfirmed_.end())
-            return;
-        last = std::next(first);
-    }
-    std::vector<in_flight> done;
-    for (auto it = first; it != last; ++it)
-        done.push_back(std::move(it->second));
-    unconfirmed_.erase(first, last);
+    auto done = letterbox::detail::take_confirmed(unconfirmed_, seq, multiple);
+    if (done.empty() && !multiple)
+        return; // a confirm of no unconfirmed publish
     for (auto& p : done)
-        p.done(!ack         ? make_error_code(errc::publish_nacked)
-               : p.returned ? make_error_code(errc::no_route)
-                            : std::error_code{});
+        p.done(letterbox::detail::confirm_outcome(ack, p.returned));
     pump();
 }
 

@@ -4,6 +4,7 @@
 // Member functions of `transport_state`, declared in ../transport_state.hpp.
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/confirms.hpp>
 #include <letterbox/transport/in_memory/detail/transport_state.hpp>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
@@ -282,21 +283,8 @@ LETTERBOX_DECL void transport_state::open_publisher() {
 }
 
 LETTERBOX_DECL void transport_state::on_confirm(std::uint64_t seq, bool ack, bool multiple) {
-    auto last = multiple ? pending_.upper_bound(seq) : pending_.find(seq);
-    auto first = multiple ? pending_.begin() : last;
-    if (!multiple) {
-        if (last == pending_.end())
-            return;
-        ++last;
-    }
-    std::vector<pending_publish> done;
-    for (auto it = first; it != last; ++it)
-        done.push_back(std::move(it->second));
-    pending_.erase(first, last);
-    for (auto& p : done)
-        p.done(!ack         ? make_error_code(errc::publish_nacked)
-               : p.returned ? make_error_code(errc::no_route)
-                            : std::error_code{});
+    for (auto& p : letterbox::detail::take_confirmed(pending_, seq, multiple))
+        p.done(letterbox::detail::confirm_outcome(ack, p.returned));
 }
 
 LETTERBOX_DECL void transport_state::fail_pending(errc e) {
