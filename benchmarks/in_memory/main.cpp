@@ -8,7 +8,7 @@
 //               acks each delivery (`basic_ack`), and `basic_publish` of a fresh message to a
 //               classic queue through the default exchange. No publisher confirms. The broker
 //               reads the real (steady) clock, as `broker b(ex)` does by default.
-//   transport   the same hand-off through `in_memory_transport` (the `transport` concept adapter):
+//   transport   the same hand-off through `in_memory::transport` (the `transport` concept adapter):
 //               `async_publish` (mandatory, confirm mode) with a completion handler, 100 publishes
 //               in flight; a consumer (prefetch 100) whose handler calls `async_ack`. Completion
 //               handlers run on a single-threaded `io_context`.
@@ -134,12 +134,12 @@ double run_broker(std::uint64_t n) {
     return static_cast<double>(n) / s;
 }
 
-// -- transport: in_memory_transport with completion handlers ---------------------------------
+// -- transport: in_memory::transport with completion handlers ---------------------------------
 
 double run_transport(std::uint64_t n) {
     boost::asio::io_context io;
     im::broker b(io.get_executor());
-    lb::in_memory_transport t(b, "bench");
+    lb::in_memory::transport t(b, "bench");
     std::error_code first_error;
     auto check = [&](std::error_code ec) {
         if (ec && !first_error)
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
     };
     const row rows[] = {
         measure("broker (channel: publish, consume prefetch 100, ack)", run_broker),
-        measure("in_memory_transport (async_publish, consume, async_ack)", run_transport)};
+        measure("in_memory::transport (async_publish, consume, async_ack)", run_transport)};
 
     std::printf("\n%-58s %12s %9s %12s %9s %8s\n", "path", "model msg/s", "ns/msg", "bare msg/s",
                 "ns/msg", "ratio");

@@ -247,7 +247,7 @@ double append_raw(std::size_t rows) {
 // ---- drain -------------------------------------------------------------------------------
 
 using relay_type =
-    lb::outbox_relay<lb::sqlite::outbox_store, lb::in_memory_transport, lb::steady_clock>;
+    lb::outbox_relay<lb::sqlite::outbox_store, lb::in_memory::transport, lb::steady_clock>;
 
 lb::relay_options drain_options() {
     lb::relay_options o;
@@ -263,7 +263,7 @@ struct broker_rig {
     boost::asio::io_context io;
     lb::steady_clock clock;
     lb::in_memory::broker broker{io.get_executor(), clock};
-    lb::in_memory_transport transport{broker, "bench"};
+    lb::in_memory::transport transport{broker, "bench"};
     std::size_t received = 0;
 
     broker_rig() {

@@ -8,7 +8,7 @@
 // being dead-lettered through its dead-letter exchange, with the `x-death` entry the broker
 // writes. It runs on one thread and a virtual clock, so its output is always the same.
 //
-// Needs: the core only (in_memory_transport, C++20 coroutines on Boost.Asio).
+// Needs: the core only (in_memory::transport, C++20 coroutines on Boost.Asio).
 // Run: `make demo`, or build/release/examples/example_01_topic_routing.
 #include <letterbox/letterbox.hpp>
 #include <letterbox/virtual_clock.hpp>
@@ -69,7 +69,7 @@ const std::vector<topology::binding> bindings = {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
-asio::awaitable<int> run(in_memory::broker& broker, in_memory_transport& t) {
+asio::awaitable<int> run(in_memory::broker& broker, in_memory::transport& t) {
     using asio::use_awaitable;
     for (const auto& x : exchanges)
         co_await t.async_declare(x, use_awaitable);
@@ -180,7 +180,7 @@ int main() {
     asio::io_context io;
     virtual_clock clock; // x-death times come from it: 2026-01-01T00:00:00Z
     in_memory::broker broker(io.get_executor(), clock);
-    in_memory_transport transport(broker, "example-01");
+    in_memory::transport transport(broker, "example-01");
     int status = 1;
     asio::co_spawn(io, run(broker, transport), [&](std::exception_ptr e, int result) {
         if (e)

@@ -44,7 +44,7 @@ struct world {
     boost::asio::io_context io;
     virtual_clock clock;
     in_memory::broker broker{io.get_executor(), clock};
-    in_memory_transport transport{broker, "inventory-worker"};
+    in_memory::transport transport{broker, "inventory-worker"};
     message_id_generator ids{8};
 
     // Runs ready handlers; when none is ready, jumps virtual time to the next timer. Bounded.

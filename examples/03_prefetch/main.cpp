@@ -140,7 +140,7 @@ private:
 
     boost::asio::io_context& io_;
     virtual_clock& clock_;
-    in_memory_transport transport_;
+    in_memory::transport transport_;
     std::chrono::milliseconds work_;
     std::chrono::milliseconds latency_;
     std::function<void()> on_done_;
@@ -165,7 +165,7 @@ std::optional<run_result> run(const setting& s, std::uint16_t prefetch) {
     boost::asio::io_context io;
     virtual_clock clock;
     in_memory::broker broker{io.get_executor(), clock};
-    in_memory_transport publisher{broker, "publisher"};
+    in_memory::transport publisher{broker, "publisher"};
 
     bool declared = false;
     publisher.async_declare(topology::queue{.name = "work"},

@@ -58,7 +58,7 @@ struct world {
     boost::asio::io_context io;
     virtual_clock clock;
     in_memory::broker broker{io.get_executor(), clock};
-    in_memory_transport transport{broker, "payments"};
+    in_memory::transport transport{broker, "payments"};
 
     // Runs ready handlers; when none is ready, jumps virtual time to the next timer. Bounded.
     bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 1'000'000) {

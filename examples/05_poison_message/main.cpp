@@ -39,7 +39,7 @@ struct world {
     boost::asio::io_context io;
     virtual_clock clock;
     in_memory::broker broker{io.get_executor(), clock};
-    in_memory_transport transport{broker, "payments-worker"};
+    in_memory::transport transport{broker, "payments-worker"};
     message_id_generator ids{2026};
 
     // Runs handlers; when none is ready, jumps virtual time to the next timer. Bounded.

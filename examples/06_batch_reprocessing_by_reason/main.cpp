@@ -73,8 +73,8 @@ struct world {
     boost::asio::io_context io;
     virtual_clock clock;
     in_memory::broker broker{io.get_executor(), clock};
-    in_memory_transport worker_transport{broker, "payments-worker"};
-    in_memory_transport operator_transport{broker, "dlq-replay-job"};
+    in_memory::transport worker_transport{broker, "payments-worker"};
+    in_memory::transport operator_transport{broker, "dlq-replay-job"};
 
     // Runs handlers; when none is ready, jumps virtual time to the next timer. Bounded.
     bool drive_until(const std::function<bool()>& done, std::size_t max_steps = 2'000'000) {

@@ -385,7 +385,7 @@ int main(int argc, char** argv) {
         std::printf("transport: in-memory (no LETTERBOX_AMQP_URL)\nLETTERBOX_SEED=%llu\n",
                     static_cast<unsigned long long>(seed));
         in_memory::broker broker(io.get_executor(), clock);
-        in_memory_transport transport(broker, "welcome-email-worker");
+        in_memory::transport transport(broker, "welcome-email-worker");
         return run_scenario(transport, io, clock, "welcome-emails", seed);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "MISMATCH: %s\n", e.what());

@@ -303,7 +303,7 @@ struct round_plan {
 const std::vector<round_plan> plan = {
     {4, false, false}, {7, false, true}, {3, false, false}, {6, false, true}, {5, true, false}};
 
-using relay_type = outbox_relay<sqlite::outbox_store, in_memory_transport, steady_clock>;
+using relay_type = outbox_relay<sqlite::outbox_store, in_memory::transport, steady_clock>;
 
 int run_parent() {
     // A child that died early closes its end of the "go on" pipe: writing to it must fail with
@@ -323,7 +323,7 @@ int run_parent() {
     event_loop loop;
     steady_clock clock;
     in_memory::broker broker(loop.executor(), clock);
-    in_memory_transport shipping_transport(broker, "shipping-service");
+    in_memory::transport shipping_transport(broker, "shipping-service");
     const topology::exchange orders{.name = "orders", .type = topology::exchange_type::topic};
     const topology::queue shipping_queue{.name = "shipping.orders"};
     check(!loop.await([&](auto h) { shipping_transport.async_declare(orders, h); }) &&
@@ -417,7 +417,7 @@ int run_parent() {
         std::error_code ec;
         const auto at_restart = outbox.stats(clock.wall_now(), ec);
         const auto orders_in_db = scalar(db, "SELECT COUNT(*) FROM orders");
-        in_memory_transport transport(broker, "order-service");
+        in_memory::transport transport(broker, "order-service");
         relay_options options;
         options.transport_retry = {.initial = 20ms, .multiplier = 2.0, .max = 200ms, .jitter = 0.2};
         relay_type relay(outbox, transport, clock, options);
@@ -511,7 +511,7 @@ int run_parent() {
     {
         auto db = sqlite::database::open(orders_db);
         sqlite::outbox_store outbox(db);
-        in_memory_transport transport(broker, "order-service");
+        in_memory::transport transport(broker, "order-service");
         relay_type relay(outbox, transport, clock);
         bool stopped = false;
         relay.async_run([&](std::error_code) { stopped = true; });

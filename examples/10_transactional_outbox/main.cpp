@@ -41,7 +41,7 @@
 namespace asio = boost::asio;
 using namespace letterbox;
 using namespace std::chrono_literals;
-using relay_type = outbox_relay<sqlite::outbox_store, in_memory_transport, steady_clock>;
+using relay_type = outbox_relay<sqlite::outbox_store, in_memory::transport, steady_clock>;
 
 int failures = 0;
 void check(bool ok, const char* what) {
@@ -112,7 +112,7 @@ asio::awaitable<bool> wait_until(std::function<bool()> done, std::chrono::millis
     co_return done();
 }
 
-asio::awaitable<void> declare_topology(in_memory_transport& t) {
+asio::awaitable<void> declare_topology(in_memory::transport& t) {
     const topology::exchange enrollments{.name = "enrollments",
                                          .type = topology::exchange_type::topic};
     const topology::queue access{.name = "access.enrollments"};
@@ -126,7 +126,7 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
     auto ex = co_await asio::this_coro::executor;
     steady_clock clock;
     in_memory::broker broker(ex);
-    in_memory_transport transport(broker, "enrollment-service");
+    in_memory::transport transport(broker, "enrollment-service");
     co_await declare_topology(transport);
 
     auto enrollment_db = sqlite::database::open((dir / "enrollment.db").string());
@@ -148,7 +148,7 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
     if (auto ec = access_setup.commit())
         throw letterbox::error(ec, "commit the grants table");
     sqlite::inbox_store inbox(access_db);
-    in_memory_transport access_transport(broker, "access-service");
+    in_memory::transport access_transport(broker, "access-service");
 
     //[idempotent_consumer
     auto grant_access = [](const message& m, sqlite::unit_of_work& uow) {

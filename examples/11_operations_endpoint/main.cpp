@@ -94,7 +94,7 @@ int main() {
     boost::asio::io_context io;
     steady_clock clock;
     in_memory::broker broker(io.get_executor());
-    in_memory_transport transport(broker, "payments-worker");
+    in_memory::transport transport(broker, "payments-worker");
     auto on_io = [&](auto f) { // runs f on the io thread and waits for it
         std::promise<void> done;
         boost::asio::post(io, [&] {

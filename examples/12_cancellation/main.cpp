@@ -35,7 +35,7 @@
 namespace asio = boost::asio;
 using namespace letterbox;
 using namespace std::chrono_literals;
-using relay_type = outbox_relay<in_memory_outbox_store, in_memory_transport, virtual_clock>;
+using relay_type = outbox_relay<in_memory_outbox_store, in_memory::transport, virtual_clock>;
 
 int failures = 0;
 void check(bool ok, const char* what) {
@@ -86,7 +86,7 @@ int main() {
     asio::io_context io;
     virtual_clock clock;
     in_memory::broker broker(io.get_executor(), clock);
-    in_memory_transport transport(broker, "orders-service");
+    in_memory::transport transport(broker, "orders-service");
     in_memory_outbox_store outbox;
     message_id_generator ids(12);
 

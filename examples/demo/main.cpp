@@ -258,10 +258,10 @@ int main(int argc, char** argv) {
                     "LETTERBOX_SEED=%llu\n",
                     static_cast<unsigned long long>(seed));
         letterbox::in_memory::broker broker(io.get_executor());
-        demo::backend<letterbox::in_memory_transport> b;
+        demo::backend<letterbox::in_memory::transport> b;
         b.io = &io;
         b.connect = [&broker](const std::string& name) {
-            return std::make_unique<letterbox::in_memory_transport>(broker, name);
+            return std::make_unique<letterbox::in_memory::transport>(broker, name);
         };
         b.broker = &broker;
         return replay(io, std::move(b), *args, seed);

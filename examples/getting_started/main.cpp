@@ -56,7 +56,7 @@ int main() {
     boost::asio::io_context io;
     lb::steady_clock clock;
     lb::in_memory::broker broker(io.get_executor()); // later: lb::amqp::transport
-    lb::in_memory_transport transport(broker, "orders-worker");
+    lb::in_memory::transport transport(broker, "orders-worker");
 
     // orders, its retry queues (TTL queues that dead-letter back) and orders.dlq.
     const lb::topology::retry_topology topology{.queue = "orders", .delays = {1s, 10s}};

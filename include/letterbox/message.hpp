@@ -94,7 +94,7 @@ struct message_properties {
 ///
 /// - `id` is the letterbox message id (AMQP `message-id`). A default-constructed message has
 ///   the nil id until one is assigned. No message leaves letterbox with the nil id: the outbox
-///   refuses it, and a transport's `async_publish` (`in_memory_transport`, `amqp::transport`)
+///   refuses it, and a transport's `async_publish` (`in_memory::transport`, `amqp::transport`)
 ///   gives a message whose id is nil a fresh id before it publishes it (the caller's object is
 ///   not changed: assign the id yourself when you need to know it). Only a publisher outside
 ///   letterbox sends a message without a message-id (or the in-memory broker's channel API,

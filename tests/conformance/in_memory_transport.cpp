@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// Runs the transport conformance suite against in_memory_transport.
+// Runs the transport conformance suite against in_memory::transport.
 
 #include <letterbox/testing/transport_suite.hpp>
 #include <letterbox/transport/in_memory.hpp>
@@ -33,7 +33,7 @@ struct in_memory_transport_fixture {
         .quiet_period = std::chrono::milliseconds{20},
     };
 
-    letterbox::in_memory_transport make() { return letterbox::in_memory_transport(broker_); }
+    letterbox::in_memory::transport make() { return letterbox::in_memory::transport(broker_); }
 
     bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
         const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -29,7 +29,7 @@
 
 namespace integration_amqp_differential {
 
-static_assert(letterbox::queue_reader<letterbox::in_memory_transport>);
+static_assert(letterbox::queue_reader<letterbox::in_memory::transport>);
 static_assert(letterbox::queue_reader<letterbox::amqp::transport>);
 
 namespace {

@@ -8,7 +8,7 @@
 #include "topology_command.hpp"
 
 #include <letterbox/testing/temp_directory.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "unit/dlq/dlq_world.hpp"
 

@@ -31,7 +31,7 @@
 #include <letterbox/field_table.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "amqp_broker.hpp"
 #include "support/simulation.hpp"
@@ -223,7 +223,7 @@ private:
 /// in real time, without sleeping.
 class model_world {
 public:
-    using transport_type = letterbox::in_memory_transport;
+    using transport_type = letterbox::in_memory::transport;
     using raw_type = model_raw_client;
 
     transport_type make_transport() { return transport_type(sim_.broker, "differential"); }

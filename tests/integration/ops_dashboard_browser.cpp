@@ -17,7 +17,7 @@
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "support/headless_chromium.hpp"
 
@@ -62,7 +62,7 @@ std::tuple<std::error_code, R...> await(boost::asio::io_context& io, Op op) {
 
 /// Three messages rejected from the work queue: the broker dead-letters them into the DLQ with
 /// an x-death history naming the work queue.
-void fill_dead_letter_queue(boost::asio::io_context& io, letterbox::in_memory_transport& t) {
+void fill_dead_letter_queue(boost::asio::io_context& io, letterbox::in_memory::transport& t) {
     letterbox::topology::queue dl{.name = dlq};
     REQUIRE_FALSE(std::get<0>(await(io, [&](auto h) { t.async_declare(dl, h); })));
     letterbox::topology::queue_arguments args;
@@ -98,7 +98,7 @@ TEST_CASE("dashboard: a replay in the browser drains the dead-letter queue",
           "[integration][ops][browser]") {
     boost::asio::io_context io;
     letterbox::in_memory::broker broker(io.get_executor());
-    letterbox::in_memory_transport transport(broker, "dashboard");
+    letterbox::in_memory::transport transport(broker, "dashboard");
     fill_dead_letter_queue(io, transport);
     REQUIRE(broker.queue(dlq)->ready == 3);
 

@@ -21,7 +21,7 @@
 #include <letterbox/testing/seed.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "support/simulation.hpp"
 
@@ -69,7 +69,7 @@ struct run_outcome {
 
 run_outcome run_once(std::uint64_t seed, key_mode mode, const std::vector<planned>& plan) {
     test_support::simulation w;
-    letterbox::in_memory_transport t(w.broker, "orders-service");
+    letterbox::in_memory::transport t(w.broker, "orders-service");
     const letterbox::topology::retry_topology topo{
         .queue = "orders",
         .delays = {1s},
@@ -144,7 +144,7 @@ run_outcome run_once(std::uint64_t seed, key_mode mode, const std::vector<planne
     };
     REQUIRE(w.drive_until(idle));
 
-    letterbox::dlq::dead_letter_queue<letterbox::in_memory_transport> dlq(
+    letterbox::dlq::dead_letter_queue<letterbox::in_memory::transport> dlq(
         t, topo.dead_letter_queue_name());
     auto [ec, entries] = w.await2<std::vector<letterbox::dlq::dead_letter_entry>>(
         [&](auto h) { dlq.async_browse({}, {.limit = 10'000}, h); });

@@ -75,7 +75,7 @@ TEST_CASE("pipeline: a relay killed at any step loses nothing and duplicates no 
     for (int i = 1; i <= enrollments; ++i)
         enrollment.confirm(i, students[i % 4], w.clock.wall_now());
 
-    letterbox::in_memory_transport consumer_transport(w.broker, "access-service");
+    letterbox::in_memory::transport consumer_transport(w.broker, "access-service");
     auto handler = access.handler(w.clock);
     letterbox::consumer_options co;
     co.consume.queue = pipeline::queue_name;
@@ -159,7 +159,7 @@ TEST_CASE("pipeline: a consumer killed at any step loses nothing and duplicates 
                 throw crash{}; // dies before the commit: the unit rolls back
         },
         access.inbox, [&] { return access.db.begin(); }, "access-service", w.clock);
-    auto first_transport = std::make_unique<letterbox::in_memory_transport>(w.broker, "access-1");
+    auto first_transport = std::make_unique<letterbox::in_memory::transport>(w.broker, "access-1");
     auto die = [&] {
         dead = true;
         first_transport->async_close([](std::error_code) {}); // unacked deliveries requeue
@@ -190,7 +190,7 @@ TEST_CASE("pipeline: a consumer killed at any step loses nothing and duplicates 
     REQUIRE(w.drive_until([&] { return dead; }));
 
     // The restarted consumer process.
-    letterbox::in_memory_transport second_transport(w.broker, "access-2");
+    letterbox::in_memory::transport second_transport(w.broker, "access-2");
     letterbox::consumer_options options;
     options.consume = co;
     letterbox::consumer consumer(second_transport, handler, options);

@@ -17,7 +17,7 @@
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "support/simulation.hpp"
@@ -55,7 +55,7 @@ struct world : test_support::simulation {
     /// The topic exchange, the access service's queue bound to `enrollment.#`, and its
     /// dead-letter queue.
     void declare_topology() {
-        letterbox::in_memory_transport admin(broker, "admin");
+        letterbox::in_memory::transport admin(broker, "admin");
         letterbox::topology::exchange x;
         x.name = exchange_name;
         x.type = letterbox::topology::exchange_type::topic;
@@ -194,12 +194,12 @@ struct access_service {
 };
 
 using relay_type =
-    letterbox::outbox_relay<letterbox::sqlite::outbox_store, letterbox::in_memory_transport,
+    letterbox::outbox_relay<letterbox::sqlite::outbox_store, letterbox::in_memory::transport,
                             letterbox::virtual_clock>;
 
 /// One relay process: a relay with its own connection to the broker, started at once.
 struct relay_process {
-    letterbox::in_memory_transport transport;
+    letterbox::in_memory::transport transport;
     relay_type relay;
     std::optional<std::error_code> finished;
 

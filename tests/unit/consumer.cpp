@@ -10,7 +10,7 @@
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "support/simulation.hpp"
@@ -45,7 +45,7 @@ struct world {
         io.get_executor()};
     letterbox::virtual_clock clock;
     letterbox::in_memory::broker broker{io.get_executor(), clock};
-    letterbox::in_memory_transport transport{broker};
+    letterbox::in_memory::transport transport{broker};
     letterbox::message_id_generator ids{11};
 
     bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = 5s) {
@@ -238,7 +238,7 @@ namespace mw = letterbox::middleware;
 // The world of the tests below: one thread and a virtual clock, so that the consumer's waits
 // (a store back-off) cost no real time.
 struct sim_world : test_support::simulation {
-    letterbox::in_memory_transport transport{broker, "consumer"};
+    letterbox::in_memory::transport transport{broker, "consumer"};
     letterbox::message_id_generator ids{31};
 
     void declare(const std::string& queue) {

@@ -18,7 +18,7 @@ namespace readme { // hidden
 int main() {
     boost::asio::io_context io;
     letterbox::in_memory::broker broker(io.get_executor());  // a RabbitMQ 3.10 model
-    letterbox::in_memory_transport bus(broker);
+    letterbox::in_memory::transport bus(broker);
 
     bus.async_declare(letterbox::topology::queue{.name = "emails"}, [](std::error_code) {});
     letterbox::message welcome;

@@ -413,7 +413,7 @@ inline nlohmann::json replay_json(const std::string& queue, const dlq::replay_re
 /// (`exit_code`). Never throws for a broker failure: it reports it and returns its code.
 ///
 /// @tparam Transport a model of `letterbox::queue_reader` (`amqp::transport`,
-/// `in_memory_transport`). It must outlive the call.
+/// `in_memory::transport`). It must outlive the call.
 template <queue_reader Transport>
 int run_dlq(Transport& transport, const dlq_arguments& args, std::ostream& out, std::ostream& err,
             const event_loop& loop) {

@@ -31,7 +31,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 /// A `letterbox::transport` (and `letterbox::queue_reader`) on a real RabbitMQ broker, over
 /// AMQP 0-9-1 on Boost.Asio: the model the relay and consumers run on in production. It keeps
-/// the semantics `in_memory_transport` documents.
+/// the semantics `in_memory::transport` documents.
 ///
 /// It keeps one connection (see `amqp::connection` for the handshake, heartbeats and close)
 /// with a confirm-mode publishing channel, a channel for topology, one channel per consumer

@@ -113,7 +113,7 @@ concept acknowledger = requires(T& t, const delivery& d, bool requeue) {
 /// safety of one object across threads (use a strand), or any particular error for declaring
 /// an existing entity with different properties (RabbitMQ says 406).
 ///
-/// Models: `in_memory_transport`; `amqp::transport` (component `letterbox::amqp`).
+/// Models: `in_memory::transport`; `amqp::transport` (component `letterbox::amqp`).
 /// Archetype: `letterbox::testing::transport_archetype`. Conformance suite:
 /// `letterbox/testing/transport_suite.hpp`.
 template <class T>
@@ -179,7 +179,7 @@ concept queue_depth_reader = requires(T& t, const std::string& queue) {
 /// a consistent snapshot (the queue may change between a depth and the next get), or any
 /// ordering across queues.
 ///
-/// Models: `in_memory_transport`; `amqp::transport`. Archetype:
+/// Models: `in_memory::transport`; `amqp::transport`. Archetype:
 /// `letterbox::testing::queue_reader_archetype`. Conformance: the `async_get`/`async_queue_depth`
 /// cases of `letterbox/testing/transport_suite.hpp`, which run only for models of `queue_reader`.
 template <class T>

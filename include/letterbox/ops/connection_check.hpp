@@ -12,7 +12,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 /// `T` tells, from any thread and without blocking, whether it is connected to its broker:
 /// `t.is_connected()` is `noexcept` and returns something convertible to `bool`.
 ///
-/// Models: `letterbox::in_memory_transport`, `letterbox::amqp::transport`.
+/// Models: `letterbox::in_memory::transport`, `letterbox::amqp::transport`.
 template <class T>
 concept connection_state_reporter = requires(const T& t) {
     { t.is_connected() }

@@ -81,7 +81,7 @@ inline void run_for(boost::asio::io_context& io, virtual_clock& clock, std::chro
 /// Example:
 ///
 ///     letterbox::testing::simulation sim(42);
-///     letterbox::in_memory_transport t(sim.broker(), "app");
+///     letterbox::in_memory::transport t(sim.broker(), "app");
 ///     bool fired = false;
 ///     sim.after(std::chrono::minutes(5), [&] { fired = true; });
 ///     sim.drive_until([&] { return fired; }); // returns at once in real time

@@ -10,6 +10,6 @@
 #include <letterbox/transport/in_memory/close_reason.hpp>
 #include <letterbox/transport/in_memory/connection.hpp>
 #include <letterbox/transport/in_memory/handlers.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
 #include <letterbox/transport/in_memory/queue_info.hpp>
 #include <letterbox/transport/in_memory/returned_message.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>

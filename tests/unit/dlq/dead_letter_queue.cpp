@@ -13,7 +13,7 @@
 #include <letterbox/field_table.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "dlq_world.hpp"
 
@@ -48,9 +48,9 @@ using letterbox::dlq::dead_letter_entry;
 using letterbox::dlq::dead_letter_filter;
 using letterbox::dlq::page;
 using letterbox::dlq::replay_result;
-using dlq_type = letterbox::dlq::dead_letter_queue<letterbox::in_memory_transport>;
+using dlq_type = letterbox::dlq::dead_letter_queue<letterbox::in_memory::transport>;
 
-static_assert(letterbox::queue_reader<letterbox::in_memory_transport>);
+static_assert(letterbox::queue_reader<letterbox::in_memory::transport>);
 
 /// A DLQ holding, in this order: two native dead letters (order.placed, then
 /// payment.requested) and three explicit ones (std::runtime_error for tenant acme at minute
@@ -471,7 +471,7 @@ TEST_CASE("a replay interrupted after the republish and before the removal loses
     // The process "dies": its connection closes and the broker requeues what it held.
     REQUIRE_FALSE(w.await([&](auto h) { w.transport.async_close(h); }));
     CHECK(w.unacked(dlq_name) == 0);
-    letterbox::in_memory_transport after(w.broker, "after-crash");
+    letterbox::in_memory::transport after(w.broker, "after-crash");
     w.transport = std::move(after);
     // Both copies of the interrupted message exist: nothing is lost; the duplicate is for the
     // consumer's inbox to absorb.
@@ -575,16 +575,16 @@ namespace {
 
 /// The in-memory transport with gets that carry no message count (`delivery::message_count`
 /// is optional in `queue_reader`), counting the depths asked.
-class countless_transport : public letterbox::in_memory_transport {
+class countless_transport : public letterbox::in_memory::transport {
 public:
-    using in_memory_transport::in_memory_transport;
+    using letterbox::in_memory::transport::transport;
 
     template <class Token>
     auto async_get(const std::string& queue, Token&& token) {
         return boost::asio::async_initiate<Token, void(std::error_code,
                                                        std::optional<letterbox::delivery>)>(
             [this](auto handler, const std::string& q) {
-                in_memory_transport::async_get(
+                letterbox::in_memory::transport::async_get(
                     q, [h = std::move(handler)](std::error_code ec,
                                                 std::optional<letterbox::delivery> d) mutable {
                         if (d)
@@ -598,7 +598,8 @@ public:
     template <class Token>
     auto async_queue_depth(const std::string& queue, Token&& token) {
         ++depths_asked;
-        return in_memory_transport::async_queue_depth(queue, std::forward<Token>(token));
+        return letterbox::in_memory::transport::async_queue_depth(queue,
+                                                                  std::forward<Token>(token));
     }
 
     int depths_asked = 0;
@@ -639,7 +640,7 @@ namespace {
 //[dlq_replay
 // The bug behind the std::invalid_argument failures is fixed and deployed: replay those
 // messages, and only those, to where they were consumed.
-void replay_fixed(letterbox::in_memory_transport& transport, std::ostream& report) {
+void replay_fixed(letterbox::in_memory::transport& transport, std::ostream& report) {
     letterbox::dlq::dead_letter_queue dlq(transport, "work.dlq");
     letterbox::dlq::dead_letter_filter fixed;
     fixed.exception_type = "std::invalid_argument";
@@ -658,7 +659,7 @@ void replay_fixed(letterbox::in_memory_transport& transport, std::ostream& repor
 //[dlq_browse_json
 // An HTTP endpoint's "list dead letters": the filter comes as JSON in the request, the answer
 // is one page of entries as a JSON array.
-void list_dead_letters(letterbox::dlq::dead_letter_queue<letterbox::in_memory_transport>& dlq,
+void list_dead_letters(letterbox::dlq::dead_letter_queue<letterbox::in_memory::transport>& dlq,
                        const std::string& request, std::size_t page_number,
                        std::function<void(std::error_code, nlohmann::json)> respond) {
     // Throws letterbox::error (errc::invalid_argument) with a message for the client.

@@ -7,7 +7,7 @@
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/dlq/depth_gauge_options.hpp>
 #include <letterbox/error.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "dlq_world.hpp"
@@ -29,7 +29,7 @@ namespace {
 
 using namespace dlq_test;
 using gauge_type =
-    letterbox::dlq::depth_gauge<letterbox::in_memory_transport, letterbox::virtual_clock>;
+    letterbox::dlq::depth_gauge<letterbox::in_memory::transport, letterbox::virtual_clock>;
 
 struct crossing {
     bool above;
@@ -158,7 +158,7 @@ namespace {
 //[dlq_depth_alert
 // Alerts when ten or more messages wait in work.dlq, and resolves the alert when it drains.
 template <letterbox::clock Clock>
-auto watch_dead_letters(letterbox::in_memory_transport& transport, Clock& clock,
+auto watch_dead_letters(letterbox::in_memory::transport& transport, Clock& clock,
                         std::function<void(const std::string&)> alert) {
     letterbox::dlq::depth_gauge_options o;
     o.interval = std::chrono::seconds{30};
@@ -167,7 +167,7 @@ auto watch_dead_letters(letterbox::in_memory_transport& transport, Clock& clock,
         alert((above ? "FIRING: work.dlq holds " : "RESOLVED: work.dlq holds ") +
               std::to_string(depth) + " messages");
     };
-    using gauge = letterbox::dlq::depth_gauge<letterbox::in_memory_transport, Clock>;
+    using gauge = letterbox::dlq::depth_gauge<letterbox::in_memory::transport, Clock>;
     auto g = std::make_unique<gauge>(transport, clock, "work.dlq", o);
     g->start();
     return g; // g->value(), from any thread, feeds a metrics exporter

@@ -15,7 +15,7 @@
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "support/simulation.hpp"
@@ -70,7 +70,7 @@ struct fault {
 };
 
 struct world : test_support::simulation {
-    letterbox::in_memory_transport transport{broker, "dlq-tests"};
+    letterbox::in_memory::transport transport{broker, "dlq-tests"};
     letterbox::message_id_generator ids{4242};
 
     world() { declare_topology(); }

@@ -20,7 +20,7 @@
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "support/simulation.hpp"
@@ -55,13 +55,13 @@ namespace retry = letterbox::retry;
 struct world : test_support::simulation {
     letterbox::message_id_generator ids{23};
 
-    void declare(letterbox::in_memory_transport& t,
+    void declare(letterbox::in_memory::transport& t,
                  const letterbox::topology::retry_topology& topo) {
         REQUIRE_FALSE(
             await([&](auto h) { letterbox::topology::async_declare_all(t, topo.queues(), h); }));
     }
 
-    letterbox::message publish(letterbox::in_memory_transport& t, const std::string& queue,
+    letterbox::message publish(letterbox::in_memory::transport& t, const std::string& queue,
                                std::string body) {
         letterbox::message m;
         m.id = ids();
@@ -124,7 +124,7 @@ TEST_CASE("a poison message among 99 good ones is delivered max-attempts times, 
           "dead-lettered with its reason, and none of the others waits behind it",
           "[middleware][poison]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {30s}};
     w.declare(t, topo);
 
@@ -182,7 +182,7 @@ TEST_CASE("a poison message among 99 good ones is delivered max-attempts times, 
 TEST_CASE("an undecodable payload is permanent: dead-lettered on its first delivery",
           "[middleware][poison]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {1s, 10s}};
     w.declare(t, topo);
     int runs = 0;
@@ -211,7 +211,7 @@ TEST_CASE("rejected three times across a retry queue, the message reaches the DL
           "x-death history of the right counts and reasons, a replay then succeeds",
           "[middleware][x_death]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     const letterbox::topology::retry_topology topo{
         .queue = "billing",
         .delays = {5s},
@@ -279,7 +279,7 @@ TEST_CASE("the attempt count survives a consumer crash in the middle of handling
     bool crash_next = false;
     std::vector<std::int64_t> seen_attempts;
 
-    auto t1 = std::make_unique<letterbox::in_memory_transport>(w.broker, "billing-1");
+    auto t1 = std::make_unique<letterbox::in_memory::transport>(w.broker, "billing-1");
     w.declare(*t1, topo);
     auto handle = [&](const letterbox::message& m) {
         ++runs;
@@ -295,7 +295,7 @@ TEST_CASE("the attempt count survives a consumer crash in the middle of handling
     };
     auto pipeline =
         mw::compose(handle, mw::dead_letter({}, w.clock), mw::redelivery(policy, topo, w.clock));
-    auto c1 = std::make_unique<letterbox::consumer<letterbox::in_memory_transport,
+    auto c1 = std::make_unique<letterbox::consumer<letterbox::in_memory::transport,
                                                    decltype(pipeline), letterbox::virtual_clock>>(
         *t1, pipeline, w.clock, letterbox::consumer_options{.consume = {.queue = "billing"}});
     w.start(*c1);
@@ -310,7 +310,7 @@ TEST_CASE("the attempt count survives a consumer crash in the middle of handling
     t1.reset();
 
     // Restart: a new process, a new connection, the same pipeline.
-    letterbox::in_memory_transport t2(w.broker, "billing-2");
+    letterbox::in_memory::transport t2(w.broker, "billing-2");
     letterbox::consumer c2(t2, pipeline, w.clock, {.consume = {.queue = "billing"}});
     w.start(c2);
     REQUIRE(w.drive_until([&] { return w.ready("billing.dlq") == 1; }));
@@ -325,7 +325,7 @@ TEST_CASE("the attempt count survives a consumer crash in the middle of handling
 TEST_CASE("an in-process retry delay waits on the consumer's clock, holding the delivery",
           "[middleware][retry]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     const letterbox::topology::retry_topology topo{.queue = "billing"};
     w.declare(t, topo);
     int runs = 0;
@@ -352,7 +352,7 @@ TEST_CASE("an in-process retry delay waits on the consumer's clock, holding the 
 TEST_CASE("a forward whose publish fails requeues the original: nothing is lost",
           "[middleware][redelivery]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     // The work queue exists, its retry queue does not: the copy is returned (no route).
     const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {1s}};
     REQUIRE_FALSE(w.await([&](auto h) { t.async_declare(topo.queues().back(), h); }));
@@ -376,7 +376,7 @@ TEST_CASE("a replay interrupted between republish and remove loses nothing, and 
           "absorbs the duplicate",
           "[middleware][dlq][interrupted_replay]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     const letterbox::topology::retry_topology topo{.queue = "billing"};
     w.declare(t, topo);
     letterbox::in_memory_inbox_store inbox;
@@ -398,7 +398,7 @@ TEST_CASE("a replay interrupted between republish and remove loses nothing, and 
 
     // The operator's replay dies after the republish was confirmed, before the remove.
     {
-        letterbox::in_memory_transport ops(w.broker, "ops-1");
+        letterbox::in_memory::transport ops(w.broker, "ops-1");
         letterbox::dlq::dead_letter_queue dead(
             ops, "billing.dlq",
             {.after_republish_before_remove = [](const letterbox::dlq::dead_letter_entry&) {
@@ -415,7 +415,7 @@ TEST_CASE("a replay interrupted between republish and remove loses nothing, and 
     REQUIRE(w.drive_until([&] { return effects == 1 && w.ready("billing.dlq") == 1; }));
 
     // Replaying again produces a duplicate of a handled message: the inbox absorbs it.
-    letterbox::in_memory_transport ops(w.broker, "ops-2");
+    letterbox::in_memory::transport ops(w.broker, "ops-2");
     letterbox::dlq::dead_letter_queue dead(ops, "billing.dlq");
     std::optional<letterbox::dlq::replay_result> replay;
     dead.async_replay({}, [&](std::error_code ec, letterbox::dlq::replay_result r) {
@@ -452,7 +452,7 @@ TEST_CASE("a message waiting in a retry queue survives a consumer restart, and d
     auto pipeline = mw::compose(handle, mw::dead_letter({}, w.clock),
                                 mw::redelivery(retry::fixed(1min, 3), topo, w.clock));
     {
-        letterbox::in_memory_transport t1(w.broker, "billing-1");
+        letterbox::in_memory::transport t1(w.broker, "billing-1");
         w.declare(t1, topo);
         letterbox::consumer c1(t1, pipeline, w.clock, {.consume = {.queue = "billing"}});
         w.start(c1);
@@ -463,7 +463,7 @@ TEST_CASE("a message waiting in a retry queue survives a consumer restart, and d
     CHECK(w.ready("billing.retry.60000ms") == 1);
     CHECK(w.broker.total_unacked() == 0); // waiting holds no delivery anywhere
 
-    letterbox::in_memory_transport t2(w.broker, "billing-2");
+    letterbox::in_memory::transport t2(w.broker, "billing-2");
     w.declare(t2, topo); // every start declares again: idempotent
     letterbox::consumer c2(t2, pipeline, w.clock, {.consume = {.queue = "billing"}});
     w.start(c2);
@@ -504,7 +504,7 @@ TEST_CASE("messages without a message id are dead-lettered with the reason "
           "missing-idempotency-key, each of them, and the others are handled",
           "[middleware][idempotent][poison]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {1s}};
     w.declare(t, topo);
     letterbox::in_memory_inbox_store inbox;
@@ -538,7 +538,7 @@ TEST_CASE("messages without a message id are dead-lettered with the reason "
 TEST_CASE("a consumer that requeues failures still rejects a permanent one, so it cannot loop",
           "[middleware][idempotent][poison]") {
     world w;
-    letterbox::in_memory_transport t(w.broker, "billing");
+    letterbox::in_memory::transport t(w.broker, "billing");
     const letterbox::topology::retry_topology topo{
         .queue = "billing", .rejects = letterbox::topology::rejects_go_to::dead_letter_queue};
     w.declare(t, topo);

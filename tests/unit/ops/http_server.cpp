@@ -17,7 +17,7 @@
 #include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/outbox/relay_counters.hpp>
 #include <letterbox/outbox_record.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "unit/ops/http_test_support.hpp"
@@ -45,10 +45,10 @@ namespace {
 
 using namespace ops_test;
 
-static_assert(letterbox::ops::connection_state_reporter<letterbox::in_memory_transport>);
+static_assert(letterbox::ops::connection_state_reporter<letterbox::in_memory::transport>);
 static_assert(letterbox::ops::relay_counters_source<
               letterbox::outbox_relay<letterbox::in_memory_outbox_store,
-                                      letterbox::in_memory_transport, letterbox::virtual_clock>>);
+                                      letterbox::in_memory::transport, letterbox::virtual_clock>>);
 
 /// A relay stand-in whose lag the test sets.
 struct fake_relay {

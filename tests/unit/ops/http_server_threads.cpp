@@ -14,7 +14,7 @@
 #include <letterbox/ops/metrics_registry.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -59,7 +59,7 @@ TEST_CASE("ops http_server: requests from many threads while the io_context runs
     boost::asio::io_context io;
     // The model is single-threaded: its executor is a strand of the two-threaded io_context.
     letterbox::in_memory::broker broker(boost::asio::make_strand(io));
-    letterbox::in_memory_transport transport(broker, "ops");
+    letterbox::in_memory::transport transport(broker, "ops");
     bool declared = false;
     transport.async_declare(letterbox::topology::queue{"q.dlq"},
                             [&](std::error_code ec) { declared = !ec; });

@@ -12,7 +12,7 @@
 #include <letterbox/message.hpp>
 #include <letterbox/ops/metrics_registry.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "support/prometheus_sample.hpp"
@@ -89,7 +89,7 @@ TEST_CASE("letterbox_metrics: the dead-letter depth is a gauge, and its alert fi
     o.on_threshold = [&](bool above, std::uint32_t depth) {
         alerts.emplace_back(above, depth);
     };
-    letterbox::dlq::depth_gauge<letterbox::in_memory_transport, letterbox::virtual_clock> gauge(
+    letterbox::dlq::depth_gauge<letterbox::in_memory::transport, letterbox::virtual_clock> gauge(
         w.transport, w.clock, dlq_test::dlq_name, o);
     metrics.watch_dead_letter_queue(dlq_test::dlq_name, [&] { return gauge.value(); });
     const std::string series =

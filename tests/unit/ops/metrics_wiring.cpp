@@ -12,7 +12,7 @@
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/topology/queue.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "support/prometheus_sample.hpp"
 #include "support/simulation.hpp"
@@ -30,7 +30,7 @@ TEST_CASE("letterbox_metrics: a relay, a consumer and its inbox feed the metrics
           "[ops][metrics]") {
     using namespace letterbox;
     test_support::simulation sim;
-    in_memory_transport transport(sim.broker, "app");
+    in_memory::transport transport(sim.broker, "app");
     REQUIRE_FALSE(
         sim.await([&](auto h) { transport.async_declare(topology::queue{"orders"}, h); }));
     in_memory_outbox_store outbox;

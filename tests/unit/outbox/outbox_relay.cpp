@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// outbox_relay over in_memory_outbox_store, in_memory_transport and the in-memory broker, on a
+// outbox_relay over in_memory_outbox_store, in_memory::transport and the in-memory broker, on a
 // single-threaded io_context and a virtual clock: deterministic, every loop bounded, and time
 // only moves when a test moves it (to the next deadline, within a limit).
 
@@ -19,7 +19,7 @@
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include <catch2/catch.hpp>
@@ -59,7 +59,7 @@ using letterbox::relay_point;
 namespace in_memory = letterbox::in_memory;
 
 using relay = letterbox::outbox_relay<letterbox::in_memory_outbox_store,
-                                      letterbox::in_memory_transport, letterbox::virtual_clock>;
+                                      letterbox::in_memory::transport, letterbox::virtual_clock>;
 
 constexpr const char* exchange_name = "orders";
 constexpr const char* queue_name = "orders.all";
@@ -88,7 +88,7 @@ struct world {
     boost::asio::io_context io;
     letterbox::virtual_clock clock;
     in_memory::broker broker{io.get_executor(), clock};
-    letterbox::in_memory_transport transport{broker, "relay"};
+    letterbox::in_memory::transport transport{broker, "relay"};
     letterbox::in_memory_outbox_store store;
     letterbox::message_id_generator ids{99};
     std::vector<message_id> rows; // every row added, in order
@@ -262,13 +262,13 @@ struct trace {
     std::size_t count(relay_point p) const { return times(p).size(); }
 };
 
-/// A transport that forwards to an in_memory_transport but, while `hold` is set, keeps the
+/// A transport that forwards to an in_memory::transport but, while `hold` is set, keeps the
 /// completions of publishes instead of delivering them: a confirm that never comes.
 struct holding_transport {
     using transport_concept = letterbox::transport_tag;
-    using executor_type = letterbox::in_memory_transport::executor_type;
+    using executor_type = letterbox::in_memory::transport::executor_type;
 
-    letterbox::in_memory_transport* inner;
+    letterbox::in_memory::transport* inner;
     bool hold = false;
     std::vector<letterbox::detail::unique_function<void(std::error_code)>> held{};
 
@@ -394,17 +394,17 @@ static_assert(!letterbox::outbox_batch_settler<counting_store<false>>);
 
 template <bool Batch>
 using counting_relay =
-    letterbox::outbox_relay<counting_store<Batch>, letterbox::in_memory_transport,
+    letterbox::outbox_relay<counting_store<Batch>, letterbox::in_memory::transport,
                             letterbox::virtual_clock>;
 
 } // namespace
 
 TEST_CASE("outbox_relay constrains its parameters by the concepts", "[outbox][outbox_relay]") {
     STATIC_REQUIRE(letterbox::outbox_store<letterbox::in_memory_outbox_store>);
-    STATIC_REQUIRE(letterbox::transport<letterbox::in_memory_transport>);
+    STATIC_REQUIRE(letterbox::transport<letterbox::in_memory::transport>);
     STATIC_REQUIRE(letterbox::clock<letterbox::virtual_clock>);
     STATIC_REQUIRE(std::is_constructible_v<relay, letterbox::in_memory_outbox_store&,
-                                           letterbox::in_memory_transport&,
+                                           letterbox::in_memory::transport&,
                                            letterbox::virtual_clock&, letterbox::relay_options>);
 }
 
@@ -866,7 +866,7 @@ TEST_CASE("two relays on one store publish each row once while both are healthy"
           "[outbox][outbox_relay]") {
     world w;
     const auto ids = w.add_many(300);
-    letterbox::in_memory_transport transport_b(w.broker, "relay-b");
+    letterbox::in_memory::transport transport_b(w.broker, "relay-b");
     auto oa = test_options("relay-a");
     auto ob = test_options("relay-b");
     oa.batch_size = ob.batch_size = 10;
@@ -893,7 +893,7 @@ TEST_CASE("when one of two relays dies mid-flight, the other publishes its rows 
           "[outbox][outbox_relay]") {
     world w;
     w.add_many(100);
-    letterbox::in_memory_transport transport_b(w.broker, "relay-b");
+    letterbox::in_memory::transport transport_b(w.broker, "relay-b");
     auto oa = test_options("relay-a");
     auto ob = test_options("relay-b");
     oa.batch_size = ob.batch_size = 10;
@@ -1073,7 +1073,7 @@ TEST_CASE("a relay halted at any crash point is replaced by a fresh one that pub
         marked.insert(*halted_on);
 
     // A fresh relay (new owner, new connection) on the same store and broker.
-    letterbox::in_memory_transport transport2(w.broker, "relay-2");
+    letterbox::in_memory::transport transport2(w.broker, "relay-2");
     relay r2(w.store, transport2, w.clock, test_options("relay-2"));
     run_result result2;
     start(r2, result2);
@@ -1147,7 +1147,7 @@ TEST_CASE("graceful stop waits for the publishes in flight and abandons the unse
     r.reset();
 
     // The abandoned rows are still pending and leased; the next relay takes them over.
-    letterbox::in_memory_transport transport2(w.broker, "relay-2");
+    letterbox::in_memory::transport transport2(w.broker, "relay-2");
     relay r2(w.store, transport2, w.clock, test_options("relay-2"));
     run_result result2;
     start(r2, result2);
@@ -1341,7 +1341,7 @@ TEST_CASE("with the steady clock, wake, stop and counters work from another thre
     boost::asio::io_context io;
     letterbox::steady_clock clock;
     in_memory::broker broker(io.get_executor(), clock);
-    letterbox::in_memory_transport transport(broker, "threads");
+    letterbox::in_memory::transport transport(broker, "threads");
     letterbox::in_memory_outbox_store store;
     {
         // Topology, on the broker's thread before it starts.

@@ -41,7 +41,7 @@ using pipeline::relay_process;
 
 /// Counts deliveries per message id on the access queue, acking each.
 struct delivery_counter {
-    letterbox::in_memory_transport transport;
+    letterbox::in_memory::transport transport;
     std::map<letterbox::message_id, int> seen;
 
     explicit delivery_counter(pipeline::world& w)

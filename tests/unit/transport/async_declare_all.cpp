@@ -3,7 +3,7 @@
 
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include <catch2/catch.hpp>
@@ -25,7 +25,7 @@ struct world {
     boost::asio::io_context io;
     letterbox::virtual_clock clock;
     letterbox::in_memory::broker broker{io.get_executor(), clock};
-    letterbox::in_memory_transport t{broker};
+    letterbox::in_memory::transport t{broker};
 
     bool poll_one() {
         io.restart();

@@ -42,7 +42,7 @@
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory/channel.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -143,7 +143,7 @@ private:
     using outbox_type = typename App::outbox_store_type;
     using inbox_type = typename App::inbox_store_type;
     using consumer_unit = typename inbox_type::unit_of_work_type;
-    using wire = process_transport<in_memory_transport>;
+    using wire = process_transport<in_memory::transport>;
     using relay_type = outbox_relay<outbox_type, wire, virtual_clock>;
     using consumer_and_id = std::pair<std::string, message_id>;
 
@@ -357,7 +357,7 @@ private:
     std::unique_ptr<relay_process> relay_;
     std::vector<std::unique_ptr<relay_process>> buried_relays_;
     std::vector<std::unique_ptr<consumer_process>> buried_consumers_;
-    std::optional<in_memory_transport> chaos_;
+    std::optional<in_memory::transport> chaos_;
     int relay_generation_ = 0;
     int consumer_generation_ = 0;
 
@@ -384,7 +384,7 @@ private:
     bool bindings_removed_ = false;
     std::uint32_t crashes_ = 0;
     std::uint32_t disruptions_ = 0;
-    std::vector<std::unique_ptr<in_memory_transport>> operators_;
+    std::vector<std::unique_ptr<in_memory::transport>> operators_;
     std::uint32_t replay_passes_ = 0;
     bool replaying_ = false;
     bool replay_crashed_ = false;

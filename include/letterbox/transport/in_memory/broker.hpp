@@ -35,7 +35,7 @@ struct broker_options {
     broker_profile profile = broker_profile::rabbitmq_3_10();
     /// `max_message_size` in bytes; `std::nullopt` takes the profile's default.
     std::optional<std::size_t> max_message_size{};
-    /// The seed of the ids `generate_message_id` hands out (to `in_memory_transport`'s
+    /// The seed of the ids `generate_message_id` hands out (to `in_memory::transport`'s
     /// publishes of messages with the nil id). The same seed gives the same ids, so a
     /// simulation replays; brokers made with the default seed all give the same sequence.
     std::uint64_t message_id_seed = 0x6c65'7474'6572'626fULL;
@@ -111,7 +111,7 @@ public:
     std::uint64_t refused_connections() const noexcept { return state_->refused_connections(); }
 
     /// The next id of the broker's own id sequence, seeded with
-    /// `broker_options::message_id_seed`: what `in_memory_transport::async_publish` gives a
+    /// `broker_options::message_id_seed`: what `in_memory::transport::async_publish` gives a
     /// message whose id is nil, as `amqp::transport` does with random ids. One sequence per
     /// broker, so the transports of one broker never hand out the same id twice, and the same
     /// operations give the same ids. The channel API never calls it: a raw publish plays a
@@ -144,7 +144,7 @@ public:
     void go_down() { state_->go_down(); }
 
     /// Ends the outage: connections are accepted again. The waits started with `async_wait_up`
-    /// complete (posted to their executors), which is how `in_memory_transport` reconnects and
+    /// complete (posted to their executors), which is how `in_memory::transport` reconnects and
     /// restores its consumers without waiting for its next operation. Does nothing when up.
     void come_back() {
         for (auto& waiter : state_->come_back())

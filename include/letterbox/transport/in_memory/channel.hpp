@@ -104,7 +104,7 @@ public:
     std::uint64_t next_publish_seq() const noexcept { return state_->next_seq; }
     /// `basic.publish` to `msg.exchange` with `msg.routing_key`, as letterbox publishes it
     /// (`to_basic_properties(msg)`). The message is published as it is: a nil id stays nil
-    /// (only `in_memory_transport::async_publish` assigns ids).
+    /// (only `in_memory::transport::async_publish` assigns ids).
     std::error_code basic_publish(message msg, bool mandatory = false) {
         return b_->basic_publish(*state_, std::move(msg), mandatory);
     }

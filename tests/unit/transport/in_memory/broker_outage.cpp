@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// The broker-outage fault (broker::go_down / come_back) and how in_memory_transport lives
+// The broker-outage fault (broker::go_down / come_back) and how in_memory::transport lives
 // through it: operations fail promptly with connection_closed, nothing is lost, consumers come
 // back by themselves, and nothing spins while the broker is unreachable.
 
@@ -7,7 +7,7 @@
 
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "scenario_fixture.hpp"
@@ -35,7 +35,7 @@ struct outage_world {
     boost::asio::io_context io;
     letterbox::virtual_clock clock;
     in_memory::broker broker{io.get_executor(), clock};
-    letterbox::in_memory_transport transport{broker, "outage"};
+    letterbox::in_memory::transport transport{broker, "outage"};
     letterbox::message_id_generator ids{7};
 
     /// Runs every ready handler and those they post; returns how many ran. A spinning model
@@ -173,7 +173,7 @@ TEST_CASE("async_wait_up completes at once when up, and on come_back when down",
     CHECK(up == 3);
 }
 
-TEST_CASE("during an outage in_memory_transport fails operations promptly with connection_closed",
+TEST_CASE("during an outage in_memory::transport fails operations promptly with connection_closed",
           "[transport][in_memory][outage]") {
     outage_world w;
     w.declare_queue("q");
@@ -264,7 +264,7 @@ TEST_CASE("a transport created while the broker is down connects when it comes b
     outage_world w;
     w.declare_queue("q");
     w.broker.go_down();
-    letterbox::in_memory_transport late(w.broker, "late");
+    letterbox::in_memory::transport late(w.broker, "late");
     w.run();
     CHECK(w.broker.connection_count() == 0);
     letterbox::message m = w.message_to("q", "x");

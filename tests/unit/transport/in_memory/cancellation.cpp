@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// Per-operation cancellation of in_memory_transport and the broker (detail/async_op.hpp): every
+// Per-operation cancellation of in_memory::transport and the broker (detail/async_op.hpp): every
 // operation cancelled before it starts completes with operation_canceled and has no effect; a
 // wait for the broker cancels while it waits; parallel_group cancels the loser.
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include <letterbox/error.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
@@ -39,7 +39,7 @@ struct world {
     boost::asio::io_context io;
     letterbox::virtual_clock clock;
     letterbox::in_memory::broker broker{io.get_executor(), clock};
-    letterbox::in_memory_transport t{broker};
+    letterbox::in_memory::transport t{broker};
 
     world() {
         settle();

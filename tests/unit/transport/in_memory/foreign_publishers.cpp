@@ -5,7 +5,7 @@
 // same publish on RabbitMQ (tests/integration/amqp_differential.cpp, foreign_publishers). And
 // what letterbox's transports publish always has an id (message.hpp).
 
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "scenario_fixture.hpp"
 
@@ -25,7 +25,7 @@ using namespace broker_scenarios;
 namespace {
 
 /// The message a raw publish of `p` to queue "Q" delivers, through the channel and through
-/// in_memory_transport.
+/// in_memory::transport.
 struct received {
     letterbox::message by_channel;
     letterbox::message by_transport;
@@ -43,7 +43,7 @@ received publish_raw_and_receive(const letterbox::basic_properties& p, const std
 
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work(
         fx.io.get_executor());
-    letterbox::in_memory_transport t(fx.broker);
+    letterbox::in_memory::transport t(fx.broker);
     std::optional<letterbox::delivery> got;
     std::optional<std::error_code> done;
     t.async_get("Q", [&](std::error_code ec, std::optional<letterbox::delivery> dv) {
@@ -125,7 +125,7 @@ TEST_CASE("a headers exchange does not see the headers that only hold a foreign 
     CHECK(fx.drain("by-id") == std::vector<std::string>{"other id"});
 }
 
-TEST_CASE("in_memory_transport gives a message with the nil id the broker's next id, and the "
+TEST_CASE("in_memory::transport gives a message with the nil id the broker's next id, and the "
           "channel API does not",
           "[transport][in_memory][message_id]") {
     auto ids_of_a_run = [](std::uint64_t seed) {
@@ -143,7 +143,7 @@ TEST_CASE("in_memory_transport gives a message with the nil id the broker's next
         REQUIRE_FALSE(ch.queue_declare(q));
         REQUIRE_FALSE(ch.basic_publish(make_message("", "Q", "raw")));
 
-        letterbox::in_memory_transport t(broker);
+        letterbox::in_memory::transport t(broker);
         int completed = 0;
         for (const char* body : {"first", "second"})
             t.async_publish(make_message("", "Q", body), [&](std::error_code ec) {

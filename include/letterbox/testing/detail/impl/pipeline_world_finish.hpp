@@ -38,7 +38,7 @@ void pipeline_world<App>::start_replay(std::size_t g) {
     ++replay_passes_;
     ++groups_[g].replay_passes;
     auto* t = operators_
-                  .emplace_back(std::make_unique<in_memory_transport>(
+                  .emplace_back(std::make_unique<in_memory::transport>(
                       sim_.broker(), "operator-" + std::to_string(replay_passes_)))
                   .get();
     dlq::dead_letter_queue_options o;
@@ -57,7 +57,7 @@ void pipeline_world<App>::start_replay(std::size_t g) {
         ++disruptions_;
         throw failpoint_halt(failpoint::between_republish_and_remove);
     };
-    auto queue = std::make_shared<dlq::dead_letter_queue<in_memory_transport>>(
+    auto queue = std::make_shared<dlq::dead_letter_queue<in_memory::transport>>(
         *t, groups_[g].retry.dead_letter_queue_name(), std::move(o));
     dlq::dead_letter_filter permanent;
     permanent.reason = "permanent-failure";

@@ -27,7 +27,7 @@ retry::exponential pipeline_world<App>::redelivery_policy() const {
 
 template <pipeline_application App>
 void pipeline_world<App>::declare_topology() {
-    in_memory_transport admin(sim_.broker(), "admin");
+    in_memory::transport admin(sim_.broker(), "admin");
     std::optional<std::error_code> done;
     const auto step = [&](auto op) {
         done.reset();
@@ -70,7 +70,7 @@ void pipeline_world<App>::start_relay() {
         return relay_failpoint(p, row);
     };
     o.on_event = options_.on_relay_event;
-    wire w(in_memory_transport(sim_.broker(), name), relay_observer());
+    wire w(in_memory::transport(sim_.broker(), name), relay_observer());
     if (options_.defect == pipeline_defect::mark_before_confirm)
         w.confirm_on_send(true);
     if (options_.defect == pipeline_defect::return_as_success)
@@ -111,7 +111,7 @@ void pipeline_world<App>::start_consumer(std::size_t g, std::size_t slot) {
     auto& group = groups_[g];
     const auto name = "consumer-" + std::to_string(++consumer_generation_);
     auto p = std::make_unique<consumer_process>(g, slot, [&](consumer_process& self) {
-        return wire(in_memory_transport(sim_.broker(), name), consumer_observer(self));
+        return wire(in_memory::transport(sim_.broker(), name), consumer_observer(self));
     });
     if (options_.defect == pipeline_defect::ack_before_commit)
         p->transport.ack_on_delivery(true);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// The state of an `in_memory_transport`: its connection to the broker and its channels (one
+// The state of an `in_memory::transport`: its connection to the broker and its channels (one
 // confirm-mode publishing channel, one for topology, one per consumer, one per queue read with
 // basic.get), the publishes awaiting confirms, the consumers, and the reconnection after a lost
-// connection. Private: use `in_memory_transport`. Its member functions are defined in
+// connection. Private: use `in_memory::transport`. Its member functions are defined in
 // impl/transport_state.hpp.
 
 #include <letterbox/config.hpp>

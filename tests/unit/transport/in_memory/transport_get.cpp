@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
-// in_memory_transport as a queue_reader: async_get and async_queue_depth, and what is specific
+// in_memory::transport as a queue_reader: async_get and async_queue_depth, and what is specific
 // to the model (a channel per queue for gets, the topology channel reopened after a 404, gets
 // across lost connections). The contract itself is checked by the conformance suite.
 
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include <letterbox/error.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
@@ -27,9 +27,9 @@
 #include <utility>
 #include <vector>
 
-namespace unit_transport_in_memory_in_memory_transport_get {
+namespace unit_transport_in_memory_transport_get {
 
-static_assert(letterbox::queue_reader<letterbox::in_memory_transport>);
+static_assert(letterbox::queue_reader<letterbox::in_memory::transport>);
 
 namespace {
 
@@ -38,7 +38,7 @@ using letterbox::errc;
 /// A broker on a single-threaded io_context, driven until a condition holds.
 struct world : test_support::simulation {
     std::pair<std::error_code, std::optional<letterbox::delivery>>
-    get(letterbox::in_memory_transport& t, const std::string& queue) {
+    get(letterbox::in_memory::transport& t, const std::string& queue) {
         std::optional<std::pair<std::error_code, std::optional<letterbox::delivery>>> result;
         t.async_get(queue, [&](std::error_code ec, std::optional<letterbox::delivery> d) {
             result.emplace(ec, std::move(d));
@@ -47,7 +47,7 @@ struct world : test_support::simulation {
         return std::move(*result);
     }
 
-    std::pair<std::error_code, std::uint32_t> depth(letterbox::in_memory_transport& t,
+    std::pair<std::error_code, std::uint32_t> depth(letterbox::in_memory::transport& t,
                                                     const std::string& queue) {
         std::optional<std::pair<std::error_code, std::uint32_t>> result;
         t.async_queue_depth(queue,
@@ -56,13 +56,13 @@ struct world : test_support::simulation {
         return *result;
     }
 
-    void declare_queue(letterbox::in_memory_transport& t, const std::string& name) {
+    void declare_queue(letterbox::in_memory::transport& t, const std::string& name) {
         letterbox::topology::queue q;
         q.name = name;
         REQUIRE_FALSE(await([&](auto done) { t.async_declare(q, done); }));
     }
 
-    void publish(letterbox::in_memory_transport& t, const std::string& queue, std::string body) {
+    void publish(letterbox::in_memory::transport& t, const std::string& queue, std::string body) {
         letterbox::message m;
         m.id = ids();
         m.routing_key = queue;
@@ -75,14 +75,14 @@ struct world : test_support::simulation {
 
 } // namespace
 
-TEST_CASE("in_memory_transport models queue_reader", "[transport][in_memory][queue_reader]") {
-    STATIC_REQUIRE(letterbox::queue_reader<letterbox::in_memory_transport>);
+TEST_CASE("in_memory::transport models queue_reader", "[transport][in_memory][queue_reader]") {
+    STATIC_REQUIRE(letterbox::queue_reader<letterbox::in_memory::transport>);
 }
 
 TEST_CASE("a get hands out the head unacknowledged, with the count of what remains",
           "[transport][in_memory][queue_reader]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     w.declare_queue(t, "q");
     w.publish(t, "q", "a");
     w.publish(t, "q", "b");
@@ -106,7 +106,7 @@ TEST_CASE("a get hands out the head unacknowledged, with the count of what remai
 TEST_CASE("a failed get or depth on a missing queue leaves what other queues' gets hold",
           "[transport][in_memory][queue_reader]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     w.declare_queue(t, "q");
     w.publish(t, "q", "held");
     auto held = w.get(t, "q");
@@ -131,7 +131,7 @@ TEST_CASE("a failed get or depth on a missing queue leaves what other queues' ge
 TEST_CASE("gets held when the connection is lost go back to the queue and can't be settled",
           "[transport][in_memory][queue_reader]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     w.declare_queue(t, "q");
     w.publish(t, "q", "a");
     auto first = w.get(t, "q");
@@ -154,7 +154,7 @@ TEST_CASE("gets held when the connection is lost go back to the queue and can't 
 TEST_CASE("while the broker is down, get and depth fail with connection_closed",
           "[transport][in_memory][queue_reader]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     w.declare_queue(t, "q");
     w.publish(t, "q", "a");
     w.broker.go_down();
@@ -168,7 +168,7 @@ TEST_CASE("while the broker is down, get and depth fail with connection_closed",
 TEST_CASE("after async_close, get and depth fail with closed",
           "[transport][in_memory][queue_reader]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     w.declare_queue(t, "q");
     w.publish(t, "q", "a");
     REQUIRE(w.get(t, "q").second.has_value());
@@ -181,7 +181,7 @@ TEST_CASE("after async_close, get and depth fail with closed",
 TEST_CASE("async_get and async_queue_depth accept any completion token",
           "[transport][in_memory][queue_reader]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     w.declare_queue(t, "q");
     w.publish(t, "q", "a");
     // use_future completes on Asio's system executor (another thread): run the broker until
@@ -203,4 +203,4 @@ TEST_CASE("async_get and async_queue_depth accept any completion token",
     CHECK(d->msg.body == "a");
 }
 
-} // namespace unit_transport_in_memory_in_memory_transport_get
+} // namespace unit_transport_in_memory_transport_get

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// in_memory_transport: what is specific to the model. The transport contract itself is checked
+// in_memory::transport: what is specific to the model. The transport contract itself is checked
 // by the conformance suite (tests/conformance/in_memory_transport.cpp).
 
-#include <letterbox/transport/in_memory/in_memory_transport.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include <letterbox/error.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
@@ -24,9 +24,9 @@
 #include <system_error>
 #include <vector>
 
-namespace unit_transport_in_memory_in_memory_transport {
+namespace unit_transport_in_memory_transport {
 
-static_assert(letterbox::transport<letterbox::in_memory_transport>);
+static_assert(letterbox::transport<letterbox::in_memory::transport>);
 
 namespace {
 
@@ -82,7 +82,7 @@ letterbox::consume_options consume_from(std::string queue) {
     return o;
 }
 
-std::error_code declare_queue(world& w, letterbox::in_memory_transport& t,
+std::error_code declare_queue(world& w, letterbox::in_memory::transport& t,
                               const std::string& name) {
     letterbox::topology::queue q;
     q.name = name;
@@ -91,14 +91,14 @@ std::error_code declare_queue(world& w, letterbox::in_memory_transport& t,
 
 } // namespace
 
-TEST_CASE("in_memory_transport models transport", "[transport][in_memory]") {
-    STATIC_REQUIRE(letterbox::transport<letterbox::in_memory_transport>);
+TEST_CASE("in_memory::transport models transport", "[transport][in_memory]") {
+    STATIC_REQUIRE(letterbox::transport<letterbox::in_memory::transport>);
 }
 
 TEST_CASE("a completion runs on the executor associated with its handler",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
 
     boost::asio::io_context other;
@@ -120,7 +120,7 @@ TEST_CASE("a completion runs on the executor associated with its handler",
 TEST_CASE("a completion without an associated executor runs on the broker's executor",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     bool on_broker = false;
     std::optional<std::error_code> result;
     t.async_close([&](std::error_code ec) {
@@ -134,7 +134,7 @@ TEST_CASE("a completion without an associated executor runs on the broker's exec
 
 TEST_CASE("use_future and deferred completion tokens work", "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
 
     SECTION("use_future") {
@@ -158,7 +158,7 @@ TEST_CASE("use_future and deferred completion tokens work", "[transport][in_memo
 TEST_CASE("after broker.sever_all() the transport reconnects and re-creates its consumers",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     std::vector<letterbox::delivery> got;
     std::optional<std::error_code> consumed;
@@ -198,7 +198,7 @@ TEST_CASE("after broker.sever_all() the transport reconnects and re-creates its 
 TEST_CASE("settling a delivery from a lost channel fails with channel_closed",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     std::vector<letterbox::delivery> got;
     t.async_consume(
@@ -220,7 +220,7 @@ TEST_CASE("settling a delivery from a lost channel fails with channel_closed",
 
 TEST_CASE("operations after async_close fail with closed", "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     REQUIRE_FALSE(w.await([&](auto done) { t.async_close(done); }));
 
@@ -241,7 +241,7 @@ TEST_CASE("a publish whose confirm is lost completes with outcome_unknown, and t
           "succeeds",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     w.broker.lose_nth_confirm(1);
     const std::error_code outcome_unknown = errc::outcome_unknown;
@@ -253,7 +253,7 @@ TEST_CASE("a publish whose confirm is lost completes with outcome_unknown, and t
 
 TEST_CASE("a publish the broker refuses completes with publish_nacked", "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     w.broker.nack_nth_publish(1);
     const std::error_code nacked = errc::publish_nacked;
@@ -264,7 +264,7 @@ TEST_CASE("a publish the broker refuses completes with publish_nacked", "[transp
 TEST_CASE("an operation started in a delivery handler runs after the handler returns",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("q"), done); }));
     std::size_t deliveries = 0;
@@ -287,7 +287,7 @@ TEST_CASE("a consumer that always requeues is redelivered to one handler at a ti
           "blocking the executor",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("q"), done); }));
     std::size_t deliveries = 0;
@@ -311,7 +311,7 @@ TEST_CASE("a consumer that always requeues is redelivered to one handler at a ti
 TEST_CASE("a cancelled consumer's channel closes once its deliveries are settled",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     const auto idle = w.broker.channel_count(); // publishing + topology channels
     std::vector<letterbox::delivery> got;
@@ -338,7 +338,7 @@ TEST_CASE("a cancelled consumer's channel closes once its deliveries are settled
 TEST_CASE("a consumer whose queue is gone after a restart is dropped, not revived later",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     letterbox::topology::queue transient{.name = "transient", .durable = false};
     REQUIRE_FALSE(w.await([&](auto done) { t.async_declare(transient, done); }));
     int delivered = 0;
@@ -370,7 +370,7 @@ TEST_CASE("a consumer whose channel fails on an unknown delivery tag consumes ag
           "deliveries back",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     for (const char* body : {"m1", "m2"})
         REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("q", body), done); }));
@@ -401,7 +401,7 @@ TEST_CASE("a consumer whose channel fails on an unknown delivery tag consumes ag
 TEST_CASE("settling after close completes with closed, like every other operation",
           "[transport][in_memory]") {
     world w;
-    letterbox::in_memory_transport t(w.broker);
+    letterbox::in_memory::transport t(w.broker);
     REQUIRE_FALSE(declare_queue(w, t, "q"));
     REQUIRE_FALSE(w.await([&](auto done) { t.async_publish(message_to("q"), done); }));
     std::vector<letterbox::delivery> got;
@@ -414,4 +414,4 @@ TEST_CASE("settling after close completes with closed, like every other operatio
     CHECK(w.await([&](auto done) { t.async_reject(got[0], true, done); }) == errc::closed);
 }
 
-} // namespace unit_transport_in_memory_in_memory_transport
+} // namespace unit_transport_in_memory_transport
