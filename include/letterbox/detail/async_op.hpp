@@ -203,21 +203,24 @@ public:
         slot.template emplace<slot_handler>(slot_handler{this->weak_from_this(), owner_});
     }
 
-    /// Posts `start(async_op)` to the owner, or completes the operation as cancelled there if a
-    /// signal came first. `start` comes type-erased: written inside an `async_*` function
-    /// template, its type differs for every completion token, and so would what posts it.
+    /// Posts the start function (held by the concrete state, `run_start`) to the owner, or
+    /// completes the operation as cancelled there if a signal came first. What is posted names
+    /// neither the start nor the handler: a start written inside an `async_*` function template
+    /// has a type of its own for every completion token, and so would what posts it.
     template <class Allocator>
-    void post_start(const Allocator& alloc, unique_function<void(async_op<signature>)> start) {
+    void post_start(const Allocator& alloc) {
         boost::asio::post(owner_,
-                          boost::asio::bind_allocator(alloc, [self = this->shared_from_this(),
-                                                              start = std::move(start)]() mutable {
-                              const bool cancelled = self->cancelled_before_start();
-                              async_op<signature> op(std::move(self));
-                              if (cancelled)
+                          boost::asio::bind_allocator(alloc, [self = this->shared_from_this()] {
+                              async_op<signature> op(self);
+                              if (self->cancelled_before_start())
                                   return op.cancelled();
-                              start(std::move(op));
+                              self->run_start(std::move(op));
                           }));
     }
+
+protected:
+    /// Runs the start function, once.
+    virtual void run_start(async_op<signature> op) = 0;
 
 private:
     struct slot_handler {
@@ -237,30 +240,46 @@ private:
     Owner owner_;
 };
 
-template <class Handler, class Owner, class IoExecutor, class Signature>
+/// The start function of an operation started by `async_start_here`: it ran in the call.
+struct started_in_call {
+    template <class Op>
+    void operator()(Op&&) const {}
+};
+
+template <class Handler, class Owner, class IoExecutor, class Signature, class Start>
 class async_op_impl;
 
 /// The concrete state: `Owner` is where the operation's work and its cancellation run (the
 /// owner's strand); `IoExecutor` the executor a handler without one of its own completes on.
-/// Only what needs the handler is here: holding it, its work guard, and its completion.
-template <class Handler, class Owner, class IoExecutor, class ErrorCode, class... Values>
-class async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...)> final
+/// Only what needs the handler is here: holding it, its work guard, and its completion; and
+/// the start function, whose type varies with the handler's (both come from the token).
+template <class Handler, class Owner, class IoExecutor, class Start, class ErrorCode,
+          class... Values>
+class async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...), Start> final
     : public owned_async_op_state<Owner, void(ErrorCode, Values...)> {
 public:
     using handler_executor = boost::asio::associated_executor_t<Handler, IoExecutor>;
     using work_type = std::decay_t<decltype(boost::asio::prefer(
         std::declval<handler_executor>(), boost::asio::execution::outstanding_work.tracked))>;
 
-    async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work)
+    async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
+                  Start start)
         : owned_async_op_state<Owner, void(ErrorCode, Values...)>(owner)
         , handler_(std::move(handler))
-        , io_(io) {
+        , io_(io)
+        , start_(std::move(start)) {
         if (work == outstanding_work::tracked)
             work_.emplace(boost::asio::prefer(boost::asio::get_associated_executor(*handler_, io_),
                                               boost::asio::execution::outstanding_work.tracked));
     }
 
 private:
+    void run_start(async_op<void(ErrorCode, Values...)> op) override {
+        auto start = std::move(*start_); // released once it has run
+        start_.reset();
+        start(std::move(op));
+    }
+
     void do_complete(unique_function<void()> then, ErrorCode ec, Values... values) override {
         auto alloc = boost::asio::get_associated_allocator(*handler_);
         auto ex = boost::asio::get_associated_executor(*handler_, io_);
@@ -283,18 +302,20 @@ private:
     std::optional<Handler> handler_;
     IoExecutor io_;
     std::optional<work_type> work_;
+    std::optional<Start> start_;
 };
 
 /// Makes the state of an operation whose handler is `handler`, with its cancellation wired; the
 /// result is typed on the owner and the signature only.
-template <class Signature, class Owner, class IoExecutor, class Handler>
+template <class Signature, class Owner, class IoExecutor, class Handler, class Start>
 std::shared_ptr<owned_async_op_state<Owner, Signature>>
-make_async_op(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work) {
-    using impl = async_op_impl<Handler, Owner, IoExecutor, Signature>;
+make_async_op(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
+              Start start) {
+    using impl = async_op_impl<Handler, Owner, IoExecutor, Signature, Start>;
     auto alloc = boost::asio::get_associated_allocator(handler);
     auto slot = boost::asio::get_associated_cancellation_slot(handler);
     std::shared_ptr<owned_async_op_state<Owner, Signature>> state =
-        std::allocate_shared<impl>(alloc, std::move(handler), owner, io, work);
+        std::allocate_shared<impl>(alloc, std::move(handler), owner, io, work, std::move(start));
     state->wire_cancellation(std::move(slot));
     return state;
 }
@@ -308,8 +329,8 @@ auto async_start(Token&& token, const Owner& owner, const IoExecutor& io, Start 
     return boost::asio::async_initiate<Token, Signature>(
         [owner, io](auto handler, Start start) {
             auto alloc = boost::asio::get_associated_allocator(handler);
-            make_async_op<Signature>(std::move(handler), owner, io, Work)
-                ->post_start(alloc, std::move(start));
+            make_async_op<Signature>(std::move(handler), owner, io, Work, std::move(start))
+                ->post_start(alloc);
         },
         token, std::move(start));
 }
@@ -329,8 +350,8 @@ template <class Signature, outstanding_work Work = outstanding_work::tracked, cl
 auto async_start_here(Token&& token, const Executor& owner, Start start) {
     return boost::asio::async_initiate<Token, Signature>(
         [owner](auto handler, Start start) {
-            start(async_op<Signature>(
-                make_async_op<Signature>(std::move(handler), owner, owner, Work)));
+            start(async_op<Signature>(make_async_op<Signature>(std::move(handler), owner, owner,
+                                                               Work, started_in_call{})));
         },
         token, std::move(start));
 }
