@@ -193,7 +193,7 @@ int main() {
     //[dlq_history_pipeline
     auto pipeline = middleware::compose(
         reserve_stock, middleware::dead_letter({.consumer_id = "inventory-worker"}, w.clock),
-        middleware::redelivery(retry::fixed(5s, 3), topo, w.clock,
+        middleware::redelivery(backoff::fixed(5s, 3), topo, w.clock,
                                middleware::redelivery_via::reject));
     //]
     consumer worker(w.transport, pipeline, w.clock, {.consume = {.queue = "inventory"}});

@@ -302,13 +302,13 @@ int main() {
         // Redelivered for up to 10 s + 20 s + 40 s = 70 s: longer than the window. Refused.
         (void)middleware::compose(
             charge_once,
-            middleware::redelivery(retry::exponential(10s, 2.0, 40s, 4), topo, w.clock));
+            middleware::redelivery(backoff::exponential(10s, 2.0, 40s, 4), topo, w.clock));
         return fail("compose accepted a retry horizon longer than the window");
     } catch (const letterbox::error& e) {
         std::printf("   refused: %s\n", e.what());
     }
     // Redelivered for up to 5 s + 5 s = 10 s: inside the window.
-    const auto redeliver = middleware::redelivery(retry::fixed(5s, 3), topo, w.clock);
+    const auto redeliver = middleware::redelivery(backoff::fixed(5s, 3), topo, w.clock);
     auto pipeline = middleware::compose(
         charge_once, middleware::dead_letter({.consumer_id = "payments"}, w.clock), redeliver);
     //]
@@ -374,7 +374,7 @@ int main() {
     const topology::retry_topology topo_v2{.queue = "payments.v2", .delays = {5s}};
     auto pipeline_v2 = middleware::compose(
         charge_by_body_key, middleware::dead_letter({.consumer_id = "payments-v2"}, w.clock),
-        middleware::redelivery(retry::fixed(5s, 3), topo_v2, w.clock));
+        middleware::redelivery(backoff::fixed(5s, 3), topo_v2, w.clock));
     //]
     if (w.await([&](auto h) { topology::async_declare_all(w.transport, topo_v2.queues(), h); }))
         return fail("declare v2");

@@ -172,8 +172,8 @@ int main() {
     //[poison_pipeline
     auto pipeline = middleware::compose(
         handle, middleware::dead_letter({.consumer_id = "payments-worker"}, w.clock),
-        middleware::redelivery(retry::exponential(1s, 5.0, 5s, 3), topo, w.clock),
-        middleware::retry(retry::immediate(2)));
+        middleware::redelivery(backoff::exponential(1s, 5.0, 5s, 3), topo, w.clock),
+        middleware::retry(backoff::immediate(2)));
     consumer worker(w.transport, pipeline, w.clock, {.consume = {.queue = "payments.work"}});
     //]
     w.start(worker);

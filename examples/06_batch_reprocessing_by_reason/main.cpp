@@ -239,8 +239,8 @@ int main() {
     const topology::exchange payments_exchange{.name = "payments",
                                                .type = topology::exchange_type::direct};
     const auto redelivery_policy =
-        retry::exponential(1s, 5.0, 5s, 3)
-            .with_classifier(retry::classifier{}
+        backoff::exponential(1s, 5.0, 5s, 3)
+            .with_classifier(backoff::classifier{}
                                  .permanent<payments::integrity_error>()
                                  .permanent<payments::card_declined>()
                                  .permanent<payments::unknown_currency>());
@@ -280,7 +280,8 @@ int main() {
     auto pipeline = middleware::compose(
         settle_once, middleware::dead_letter({.consumer_id = "payments-worker"}, w.clock),
         middleware::redelivery(redelivery_policy, topo, w.clock),
-        middleware::retry(retry::immediate(2).with_classifier(redelivery_policy.get_classifier())));
+        middleware::retry(
+            backoff::immediate(2).with_classifier(redelivery_policy.get_classifier())));
     consumer worker(w.worker_transport, pipeline, w.clock,
                     {.consume = {.queue = work_queue, .prefetch = 10}});
     //]

@@ -166,8 +166,8 @@ int run_scenario(Transport& transport, asio::io_context& io, letterbox::steady_c
     //[email_policy
     // A 422 is permanent, a 503 (or a timeout) transient; transient failures wait 50, 100 and
     // 200 ms in retry queues, for 4 attempts at most.
-    const auto policy = retry::exponential(50ms, 2.0, 200ms, 4)
-                            .with_classifier(retry::classifier{}
+    const auto policy = backoff::exponential(50ms, 2.0, 200ms, 4)
+                            .with_classifier(backoff::classifier{}
                                                  .permanent<mail::address_rejected>()
                                                  .transient<mail::provider_unavailable>());
     const topology::retry_topology topo{.queue = queue,

@@ -121,7 +121,7 @@ int main() {
     ops::letterbox_metrics metrics(registry);
     auto pipeline = middleware::compose(
         handle, middleware::dead_letter({.consumer_id = "payments-worker"}, clock),
-        middleware::redelivery(retry::exponential(1s, 2.0, 4s, 3), topo, clock));
+        middleware::redelivery(backoff::exponential(1s, 2.0, 4s, 3), topo, clock));
     consumer worker(
         transport, pipeline, clock,
         {.consume = {.queue = "payments.work"}, .on_event = metrics.consumer_observer()});

@@ -14,6 +14,8 @@
 
 #include "driver.hpp"
 
+#include <letterbox/backoff/exponential.hpp>
+#include <letterbox/backoff/immediate.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
@@ -21,8 +23,6 @@
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
 #include <letterbox/ops/letterbox_metrics.hpp>
-#include <letterbox/retry/exponential.hpp>
-#include <letterbox/retry/immediate.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/inbox_store.hpp>
 #include <letterbox/steady_clock.hpp>
@@ -141,8 +141,8 @@ public:
     /// The e-mail service's broker-level retry: 50 ms, then 100 ms, 3 deliveries at most; each
     /// delivery gets 2 immediate in-process runs first.
     static auto redelivery_policy() {
-        return letterbox::retry::exponential(std::chrono::milliseconds(50), 2.0,
-                                             std::chrono::milliseconds(100), 3);
+        return letterbox::backoff::exponential(std::chrono::milliseconds(50), 2.0,
+                                               std::chrono::milliseconds(100), 3);
     }
 
     downstream(const service_info& info, bool reliable, const std::filesystem::path& dir,
@@ -183,7 +183,7 @@ public:
         pipeline_handler pipeline = letterbox::middleware::compose(
             inbox, letterbox::middleware::dead_letter({.consumer_id = info.id}, clock),
             letterbox::middleware::redelivery(redelivery_policy(), topo_, clock),
-            letterbox::middleware::retry(letterbox::retry::immediate(2)));
+            letterbox::middleware::retry(letterbox::backoff::immediate(2)));
         reliable_consumer_.emplace(
             *transport_, std::move(pipeline), clock,
             letterbox::consumer_options{.consume = {.queue = topo_.queue},

@@ -79,8 +79,8 @@ int main() {
     auto pipeline = lb::middleware::compose(
         shipping, // innermost: the effect and the inbox record in one SQLite transaction
         lb::middleware::dead_letter({.consumer_id = "shipping"}, clock),
-        lb::middleware::redelivery(lb::retry::exponential(1s, 10.0, 10s, 3), topology, clock),
-        lb::middleware::retry(lb::retry::immediate(2)));
+        lb::middleware::redelivery(lb::backoff::exponential(1s, 10.0, 10s, 3), topology, clock),
+        lb::middleware::retry(lb::backoff::immediate(2)));
     lb::consumer worker(transport, pipeline, clock, {.consume = {.queue = "orders"}});
     //]
 

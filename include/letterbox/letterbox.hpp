@@ -4,6 +4,12 @@
 /// The core of letterbox: the standard library, nlohmann_json and Boost.Asio headers only.
 /// Optional components have their own umbrellas (`letterbox/testing.hpp`, ...), never
 /// included from here.
+#include <letterbox/backoff/classifier.hpp>
+#include <letterbox/backoff/exponential.hpp>
+#include <letterbox/backoff/fixed.hpp>
+#include <letterbox/backoff/immediate.hpp>
+#include <letterbox/backoff/jitter.hpp>
+#include <letterbox/backoff/none.hpp>
 #include <letterbox/clock.hpp>
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
@@ -45,12 +51,7 @@
 #include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/payload.hpp>
-#include <letterbox/retry/classifier.hpp>
-#include <letterbox/retry/exponential.hpp>
-#include <letterbox/retry/fixed.hpp>
-#include <letterbox/retry/immediate.hpp>
-#include <letterbox/retry/jitter.hpp>
-#include <letterbox/retry/none.hpp>
+#include <letterbox/retry.hpp>
 #include <letterbox/store_time.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>

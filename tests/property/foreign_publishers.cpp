@@ -6,6 +6,8 @@
 // reason missing-idempotency-key, once per copy. Never is an id-less message taken for a
 // duplicate of another.
 
+#include <letterbox/backoff/fixed.hpp>
+#include <letterbox/backoff/immediate.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/idempotency_key.hpp>
@@ -16,8 +18,6 @@
 #include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
-#include <letterbox/retry/fixed.hpp>
-#include <letterbox/retry/immediate.hpp>
 #include <letterbox/testing/seed.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
@@ -99,8 +99,8 @@ run_outcome run_once(std::uint64_t seed, key_mode mode, const std::vector<planne
                           ? base.on_missing_key(key::missing_key_action::handle_without_dedup)
                           : base;
     auto pipeline = mw::compose(idem, mw::dead_letter({}, w.clock),
-                                mw::redelivery(letterbox::retry::fixed(1s, 4), topo, w.clock),
-                                mw::retry(letterbox::retry::immediate(2)));
+                                mw::redelivery(letterbox::backoff::fixed(1s, 4), topo, w.clock),
+                                mw::retry(letterbox::backoff::immediate(2)));
     letterbox::consumer c(t, pipeline, w.clock, {.consume = {.queue = "orders", .prefetch = 4}});
     std::optional<std::string> tag;
     c.async_start([&](std::error_code ec, std::string s) {

@@ -17,12 +17,12 @@
 // RC_PARAMS="reproduce=..." line RapidCheck prints. RC_PARAMS max_success overrides the
 // default of 2,000 policies per property.
 
-#include <letterbox/retry/exponential.hpp>
+#include <letterbox/backoff/exponential.hpp>
 
+#include <letterbox/backoff/fixed.hpp>
+#include <letterbox/backoff/jitter.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/error.hpp>
-#include <letterbox/retry/fixed.hpp>
-#include <letterbox/retry/jitter.hpp>
 #include <letterbox/testing/seed.hpp>
 
 #include "support/check_property.hpp"
@@ -44,7 +44,7 @@ namespace property_retry_schedule {
 
 namespace {
 
-namespace retry = letterbox::retry;
+namespace backoff = letterbox::backoff;
 using letterbox::attempt_failure;
 using letterbox::retry_decision;
 using std::chrono::milliseconds;
@@ -59,7 +59,7 @@ struct exponential_args {
     double multiplier;
     std::int64_t cap_ms;
     std::uint32_t max_attempts;
-    retry::jitter_kind kind;
+    backoff::jitter_kind kind;
     std::uint64_t seed;
 };
 
@@ -69,15 +69,15 @@ std::ostream& operator<<(std::ostream& os, const exponential_args& a) {
               << a.seed;
 }
 
-retry::exponential make(const exponential_args& a) {
-    return retry::exponential(milliseconds{a.initial_ms}, a.multiplier, milliseconds{a.cap_ms},
-                              a.max_attempts)
-        .with_jitter(retry::jitter{a.kind, a.seed});
+backoff::exponential make(const exponential_args& a) {
+    return backoff::exponential(milliseconds{a.initial_ms}, a.multiplier, milliseconds{a.cap_ms},
+                                a.max_attempts)
+        .with_jitter(backoff::jitter{a.kind, a.seed});
 }
 
-rc::Gen<retry::jitter_kind> jitter_kinds() {
-    return rc::gen::element(retry::jitter_kind::none, retry::jitter_kind::full,
-                            retry::jitter_kind::equal);
+rc::Gen<backoff::jitter_kind> jitter_kinds() {
+    return rc::gen::element(backoff::jitter_kind::none, backoff::jitter_kind::full,
+                            backoff::jitter_kind::equal);
 }
 
 // Delays from 0 to ~11 days, with the edges (0, 1 ms) and huge values that make sums and
@@ -143,7 +143,7 @@ std::vector<retry_decision> decisions(const Policy& p, std::string_view id) {
 
 /// Checks every invariant of the header comment for policy `p` and message `id`.
 template <class Policy>
-void check_schedule(const Policy& p, retry::jitter_kind kind, milliseconds initial,
+void check_schedule(const Policy& p, backoff::jitter_kind kind, milliseconds initial,
                     milliseconds cap, std::string_view id) {
     RC_ASSERT(p.max_attempts() >= 1U);
     milliseconds previous_base{0};
@@ -163,14 +163,14 @@ void check_schedule(const Policy& p, retry::jitter_kind kind, milliseconds initi
         RC_ASSERT(actual.count() >= 0);
         RC_ASSERT(actual <= base); // jitter only lowers
         switch (kind) {
-        case retry::jitter_kind::none:
+        case backoff::jitter_kind::none:
             RC_ASSERT(actual == base);
             RC_ASSERT(actual >= previous_actual); // monotone actual schedule
             break;
-        case retry::jitter_kind::equal:
+        case backoff::jitter_kind::equal:
             RC_ASSERT(actual >= base - base / 2); // at least half, rounded up
             break;
-        case retry::jitter_kind::full:
+        case backoff::jitter_kind::full:
             break;
         }
         const auto d = p.decide(transient_failure(a, id));
@@ -235,11 +235,11 @@ TEST_CASE("a fixed schedule is constant, replayable and within its horizon", "[p
     check_property("retry_schedule/fixed", [] {
         const auto delay = milliseconds{*delays_ms()};
         const auto max_attempts = *rc::gen::inRange<std::uint32_t>(1, kMaxAttempts + 1);
-        const auto j = retry::jitter{*jitter_kinds(), *rc::gen::arbitrary<std::uint64_t>()};
+        const auto j = backoff::jitter{*jitter_kinds(), *rc::gen::arbitrary<std::uint64_t>()};
         const auto id = *rc::gen::arbitrary<std::string>();
-        const auto p = retry::fixed(delay, max_attempts).with_jitter(j);
+        const auto p = backoff::fixed(delay, max_attempts).with_jitter(j);
         check_schedule(p, j.kind, delay, delay, id);
-        RC_ASSERT(decisions(retry::fixed(delay, max_attempts).with_jitter(j), id) ==
+        RC_ASSERT(decisions(backoff::fixed(delay, max_attempts).with_jitter(j), id) ==
                   decisions(p, id));
     });
 }
@@ -271,8 +271,8 @@ TEST_CASE("different message ids under full jitter do not retry in lockstep", "[
         // being equal has a probability below 10^-250.
         std::vector<milliseconds> delays;
         for (int i = 0; i < 64; ++i) {
-            delays.push_back(
-                retry::apply(retry::jitter::full(seed), base, "m-" + std::to_string(i), attempt));
+            delays.push_back(backoff::apply(backoff::jitter::full(seed), base,
+                                            "m-" + std::to_string(i), attempt));
         }
         bool all_equal = true;
         for (const auto& d : delays) {

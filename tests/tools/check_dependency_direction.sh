@@ -7,7 +7,7 @@
 #      out-of-line part, impl/<name>.hpp, is in the layer of <name>.hpp;
 #   1. concepts: every header under concepts/;
 #   2. the rest of the core: every other header that belongs to no component (middleware/,
-#      outbox/, inbox/, retry/, dlq/, transport/, impl/, consumer.hpp, ...);
+#      outbox/, inbox/, backoff/, dlq/, transport/, impl/, consumer.hpp, ...);
 #   3. components: include/letterbox/<name>/ and <name>.hpp for each <name>=... argument.
 #
 # Rules, each reported on its own:

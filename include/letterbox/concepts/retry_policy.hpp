@@ -89,8 +89,8 @@ struct attempt_failure {
 /// assignability, `noexcept`, any particular schedule, a seed or a failure classifier. The
 /// policy does not choose *where* the retry happens (in-process or through the broker).
 ///
-/// Models: `retry::none`, `retry::immediate`, `retry::fixed`, `retry::exponential`
-/// (`letterbox/retry/`). Archetype: `letterbox::testing::retry_policy_archetype`.
+/// Models: `backoff::none`, `backoff::immediate`, `backoff::fixed`, `backoff::exponential`
+/// (`letterbox/backoff/`). Archetype: `letterbox::testing::retry_policy_archetype`.
 template <class P>
 concept retry_policy = std::copy_constructible<P> &&
     requires(const P& p, const attempt_failure& f) {

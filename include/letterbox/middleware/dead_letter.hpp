@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/backoff/classifier.hpp>
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/config.hpp>
@@ -15,7 +16,6 @@
 #include <letterbox/middleware/detail/layer_base.hpp>
 #include <letterbox/middleware/detail/wrappable.hpp>
 #include <letterbox/middleware/stage.hpp>
-#include <letterbox/retry/classifier.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -48,7 +48,7 @@ struct dead_letter_options {
     std::string consumer_id{};
     /// Names the reason of a failure that no inner policy classified (no retry layer):
     /// `permanent-failure` when this says permanent, else `handler-failed`.
-    retry::classifier classify{};
+    backoff::classifier classify{};
 };
 
 /// The delivery handler that `dead_letter(...)` makes of `Inner`.

@@ -5,15 +5,15 @@
 
 #include <letterbox/middleware/compose.hpp>
 
+#include <letterbox/backoff/exponential.hpp>
+#include <letterbox/backoff/fixed.hpp>
+#include <letterbox/backoff/immediate.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
 #include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
-#include <letterbox/retry/exponential.hpp>
-#include <letterbox/retry/fixed.hpp>
-#include <letterbox/retry/immediate.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "layer_fixture.hpp"
@@ -29,14 +29,14 @@
 namespace unit_middleware_compose {
 
 using namespace unit_middleware_layer_fixture;
-namespace retry = letterbox::retry;
+namespace backoff = letterbox::backoff;
 
 TEST_CASE("compose puts the layers in the documented order whatever the argument order",
           "[middleware][compose]") {
     letterbox::virtual_clock clock;
     auto dl = mw::dead_letter({}, clock);
-    auto rd = mw::redelivery(retry::fixed(10s, 3), billing_topology(), clock);
-    auto rt = mw::retry(retry::immediate(2));
+    auto rd = mw::redelivery(backoff::fixed(10s, 3), billing_topology(), clock);
+    auto rt = mw::retry(backoff::immediate(2));
     int calls_a = 0, calls_b = 0;
     auto a = mw::compose(flaky{100, &calls_a}, dl, rd, rt);
     auto b = mw::compose(flaky{100, &calls_b}, rt, dl, rd);
@@ -60,8 +60,8 @@ TEST_CASE("compose sends a permanent failure straight to the dead-letter path",
           "[middleware][compose]") {
     letterbox::virtual_clock clock;
     auto h = mw::compose(always_throws_malformed{}, mw::dead_letter({}, clock),
-                         mw::redelivery(retry::fixed(10s, 5), billing_topology(), clock),
-                         mw::retry(retry::immediate(5)));
+                         mw::redelivery(backoff::fixed(10s, 5), billing_topology(), clock),
+                         mw::retry(backoff::immediate(5)));
     const auto d = make_delivery();
     auto r = h(handling{d});
     REQUIRE(r.what() == kind::forward);
@@ -83,8 +83,8 @@ TEST_CASE("compose refuses an inbox retention shorter than the redelivery horizo
           "[middleware][compose][dedup_window]") {
     letterbox::virtual_clock clock;
     // Broker: 1m + 10m + 1h; in-process: 2 x 1s per delivery, 4 deliveries.
-    auto rd = mw::redelivery(retry::exponential(1min, 10.0, 1h, 4), billing_topology(), clock);
-    auto rt = mw::retry(retry::fixed(1s, 3));
+    auto rd = mw::redelivery(backoff::exponential(1min, 10.0, 1h, 4), billing_topology(), clock);
+    auto rt = mw::retry(backoff::fixed(1s, 3));
     REQUIRE(mw::redelivery_horizon(rd, rt) == 1min + 10min + 1h + 4 * 2s);
     try {
         (void)mw::compose(remembering_handler{30min}, rd, rt);
@@ -108,7 +108,7 @@ TEST_CASE("compose checks the retention declared on an idempotent handler",
         [](const letterbox::message&, letterbox::in_memory_unit_of_work&) {}, inbox,
         [] { return letterbox::in_memory_unit_of_work{}; }, "billing", clock);
     CHECK_FALSE(h.retention());
-    auto rd = mw::redelivery(retry::fixed(1h, 25), billing_topology(), clock); // 24h horizon
+    auto rd = mw::redelivery(backoff::fixed(1h, 25), billing_topology(), clock); // 24h horizon
     CHECK_THROWS_WITH(mw::compose(h.with_retention(12h), mw::dead_letter({}, clock), rd),
                       Catch::Contains("inbox retention 12h") && Catch::Contains("1d"));
     CHECK_NOTHROW(mw::compose(h.with_retention(7 * 24h), mw::dead_letter({}, clock), rd));
@@ -119,7 +119,7 @@ TEST_CASE("compose_in_order keeps the given order", "[middleware][compose]") {
     int calls = 0;
     // Dead-letter inside retry: each in-process run dead-letters at once, so retry never sees
     // a failure: the order matters, and compose_in_order honours it.
-    auto h = mw::compose_in_order(flaky{100, &calls}, mw::retry(retry::immediate(3)),
+    auto h = mw::compose_in_order(flaky{100, &calls}, mw::retry(backoff::immediate(3)),
                                   mw::dead_letter({}, clock));
     const auto d = make_delivery();
     auto r = h(handling{d});

@@ -14,9 +14,9 @@
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
 
+#include <letterbox/backoff/fixed.hpp>
+#include <letterbox/backoff/immediate.hpp>
 #include <letterbox/headers.hpp>
-#include <letterbox/retry/fixed.hpp>
-#include <letterbox/retry/immediate.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
@@ -50,7 +50,7 @@ using namespace std::chrono_literals;
 using letterbox::errc;
 namespace headers = letterbox::headers;
 namespace mw = letterbox::middleware;
-namespace retry = letterbox::retry;
+namespace backoff = letterbox::backoff;
 
 struct world : test_support::simulation {
     letterbox::message_id_generator ids{23};
@@ -128,7 +128,7 @@ TEST_CASE("a poison message among 99 good ones is delivered max-attempts times, 
     const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {30s}};
     w.declare(t, topo);
 
-    const auto policy = retry::fixed(30s, 4);
+    const auto policy = backoff::fixed(30s, 4);
     std::map<std::string, int> runs; // body -> handler runs
     std::set<std::string> done;
     std::optional<std::chrono::steady_clock::duration> all_good_done_at;
@@ -192,8 +192,8 @@ TEST_CASE("an undecodable payload is permanent: dead-lettered on its first deliv
         CHECK(doc.contains("amount"));
     };
     auto pipeline = mw::compose(decode, mw::dead_letter({}, w.clock),
-                                mw::redelivery(retry::fixed(1s, 5), topo, w.clock),
-                                mw::retry(retry::immediate(3)));
+                                mw::redelivery(backoff::fixed(1s, 5), topo, w.clock),
+                                mw::retry(backoff::immediate(3)));
     letterbox::consumer c(t, pipeline, w.clock, {.consume = {.queue = "billing"}});
     w.start(c);
     w.publish(t, "billing", R"({"amount": 12)");
@@ -224,9 +224,9 @@ TEST_CASE("rejected three times across a retry queue, the message reaches the DL
         if (!fixed)
             throw std::runtime_error("downstream unavailable");
     };
-    auto pipeline =
-        mw::compose(handle, mw::dead_letter({}, w.clock),
-                    mw::redelivery(retry::fixed(5s, 4), topo, w.clock, mw::redelivery_via::reject));
+    auto pipeline = mw::compose(
+        handle, mw::dead_letter({}, w.clock),
+        mw::redelivery(backoff::fixed(5s, 4), topo, w.clock, mw::redelivery_via::reject));
     letterbox::consumer c(t, pipeline, w.clock, {.consume = {.queue = "billing"}});
     w.start(c);
     const auto sent = w.publish(t, "billing", "order-1");
@@ -274,7 +274,7 @@ TEST_CASE("the attempt count survives a consumer crash in the middle of handling
           "[middleware][crash]") {
     world w;
     const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {10s}};
-    const auto policy = retry::fixed(10s, 4);
+    const auto policy = backoff::fixed(10s, 4);
     int runs = 0;
     bool crash_next = false;
     std::vector<std::int64_t> seen_attempts;
@@ -336,7 +336,7 @@ TEST_CASE("an in-process retry delay waits on the consumer's clock, holding the 
         if (runs < 3)
             throw std::runtime_error("deadlock victim");
     };
-    auto pipeline = mw::compose(handle, mw::retry(retry::fixed(2s, 3)));
+    auto pipeline = mw::compose(handle, mw::retry(backoff::fixed(2s, 3)));
     letterbox::consumer c(t, pipeline, w.clock, {.consume = {.queue = "billing"}});
     w.start(c);
     const auto start = w.clock.now();
@@ -361,7 +361,7 @@ TEST_CASE("a forward whose publish fails requeues the original: nothing is lost"
         if (++runs == 1)
             throw std::runtime_error("first try fails");
     };
-    auto pipeline = mw::compose(handle, mw::redelivery(retry::fixed(1s, 3), topo, w.clock));
+    auto pipeline = mw::compose(handle, mw::redelivery(backoff::fixed(1s, 3), topo, w.clock));
     letterbox::consumer c(t, pipeline, w.clock, {.consume = {.queue = "billing"}});
     w.start(c);
     w.publish(t, "billing", "order-1");
@@ -450,7 +450,7 @@ TEST_CASE("a message waiting in a retry queue survives a consumer restart, and d
             throw std::runtime_error("payment gateway timeout");
     };
     auto pipeline = mw::compose(handle, mw::dead_letter({}, w.clock),
-                                mw::redelivery(retry::fixed(1min, 3), topo, w.clock));
+                                mw::redelivery(backoff::fixed(1min, 3), topo, w.clock));
     {
         letterbox::in_memory::transport t1(w.broker, "billing-1");
         w.declare(t1, topo);
@@ -515,8 +515,8 @@ TEST_CASE("messages without a message id are dead-lettered with the reason "
     auto pipeline = mw::compose(
         letterbox::idempotent(
             effect, inbox, [] { return letterbox::in_memory_unit_of_work{}; }, "billing", w.clock),
-        mw::dead_letter({}, w.clock), mw::redelivery(retry::fixed(1s, 3), topo, w.clock),
-        mw::retry(retry::immediate(3)));
+        mw::dead_letter({}, w.clock), mw::redelivery(backoff::fixed(1s, 3), topo, w.clock),
+        mw::retry(backoff::immediate(3)));
     letterbox::consumer c(t, pipeline, w.clock, {.consume = {.queue = "billing"}});
     w.start(c);
     publish_without_id(w, "billing", "order-1");

@@ -4,10 +4,10 @@
 
 #include <letterbox/middleware/redelivery.hpp>
 
+#include <letterbox/backoff/exponential.hpp>
+#include <letterbox/backoff/fixed.hpp>
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/field_table.hpp>
-#include <letterbox/retry/exponential.hpp>
-#include <letterbox/retry/fixed.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include "layer_fixture.hpp"
@@ -24,26 +24,26 @@
 namespace unit_middleware_redelivery {
 
 using namespace unit_middleware_layer_fixture;
-namespace retry = letterbox::retry;
+namespace backoff = letterbox::backoff;
 
 // The layer makes its handler type, by `wrap` and by a call, at its stage.
-static_assert(mw::redelivery_layer<retry::fixed, letterbox::virtual_clock>::stage ==
+static_assert(mw::redelivery_layer<backoff::fixed, letterbox::virtual_clock>::stage ==
               mw::stage::redelivery);
 static_assert(
-    std::is_same_v<decltype(mw::redelivery(retry::fixed(10s, 4), billing_topology(),
+    std::is_same_v<decltype(mw::redelivery(backoff::fixed(10s, 4), billing_topology(),
                                            std::declval<letterbox::virtual_clock&>())(flaky{})),
-                   mw::redelivery_handler<retry::fixed, letterbox::virtual_clock, flaky>>);
+                   mw::redelivery_handler<backoff::fixed, letterbox::virtual_clock, flaky>>);
 static_assert(
-    std::is_same_v<decltype(mw::redelivery(retry::fixed(10s, 4), billing_topology(),
+    std::is_same_v<decltype(mw::redelivery(backoff::fixed(10s, 4), billing_topology(),
                                            std::declval<letterbox::virtual_clock&>())
                                 .wrap(flaky{})),
-                   mw::redelivery_handler<retry::fixed, letterbox::virtual_clock, flaky>>);
+                   mw::redelivery_handler<backoff::fixed, letterbox::virtual_clock, flaky>>);
 
 TEST_CASE("redelivery republishes a copy to the retry queue of the delay's level",
           "[middleware][redelivery]") {
     letterbox::virtual_clock clock;
     int calls = 0;
-    auto h = mw::redelivery(retry::fixed(10s, 4), billing_topology(), clock)(flaky{100, &calls});
+    auto h = mw::redelivery(backoff::fixed(10s, 4), billing_topology(), clock)(flaky{100, &calls});
     const auto d = make_delivery();
     auto r = h(handling{d});
     REQUIRE(r.what() == kind::forward);
@@ -84,7 +84,7 @@ TEST_CASE("redelivery gives up when the attempts in the message reach the policy
           "[middleware][redelivery]") {
     letterbox::virtual_clock clock;
     int calls = 0;
-    auto h = mw::redelivery(retry::fixed(10s, 4), billing_topology(), clock)(flaky{100, &calls});
+    auto h = mw::redelivery(backoff::fixed(10s, 4), billing_topology(), clock)(flaky{100, &calls});
     auto d = make_delivery();
     d.msg.headers.set(headers::attempts, std::int64_t{3});
     auto r = h(handling{d});
@@ -95,7 +95,7 @@ TEST_CASE("redelivery gives up when the attempts in the message reach the policy
 
 TEST_CASE("redelivery maps an exponential schedule onto its levels", "[middleware][redelivery]") {
     letterbox::virtual_clock clock;
-    const auto policy = retry::exponential(1s, 10.0, 60s, 4);
+    const auto policy = backoff::exponential(1s, 10.0, 60s, 4);
     letterbox::topology::retry_topology topo{.queue = "billing"};
     topo.delays = letterbox::topology::retry_topology::levels_of(policy);
     REQUIRE(topo.delays == std::vector<std::chrono::milliseconds>{1s, 10s, 60s});
@@ -115,7 +115,7 @@ TEST_CASE("redelivery by reject counts the broker's x-death", "[middleware][rede
     auto topo = billing_topology();
     topo.rejects = letterbox::topology::rejects_go_to::retry_queue;
     int calls = 0;
-    auto h = mw::redelivery(retry::fixed(1s, 3), topo, clock,
+    auto h = mw::redelivery(backoff::fixed(1s, 3), topo, clock,
                             mw::redelivery_via::reject)(flaky{100, &calls});
     auto d = make_delivery();
     CHECK(h(handling{d}).what() == kind::reject);

@@ -4,8 +4,8 @@
 
 #include <letterbox/middleware/retry.hpp>
 
-#include <letterbox/retry/fixed.hpp>
-#include <letterbox/retry/immediate.hpp>
+#include <letterbox/backoff/fixed.hpp>
+#include <letterbox/backoff/immediate.hpp>
 
 #include "layer_fixture.hpp"
 
@@ -18,18 +18,18 @@
 namespace unit_middleware_retry {
 
 using namespace unit_middleware_layer_fixture;
-namespace retry = letterbox::retry;
+namespace backoff = letterbox::backoff;
 
 // The layer makes its handler type, by `wrap` and by a call, at its stage.
-static_assert(mw::retry_layer<retry::immediate>::stage == mw::stage::retry);
-static_assert(std::is_same_v<decltype(mw::retry(retry::immediate(3))(flaky{})),
-                             mw::retry_handler<retry::immediate, flaky>>);
-static_assert(std::is_same_v<decltype(mw::retry(retry::immediate(3)).wrap(flaky{})),
-                             mw::retry_handler<retry::immediate, flaky>>);
+static_assert(mw::retry_layer<backoff::immediate>::stage == mw::stage::retry);
+static_assert(std::is_same_v<decltype(mw::retry(backoff::immediate(3))(flaky{})),
+                             mw::retry_handler<backoff::immediate, flaky>>);
+static_assert(std::is_same_v<decltype(mw::retry(backoff::immediate(3)).wrap(flaky{})),
+                             mw::retry_handler<backoff::immediate, flaky>>);
 
 TEST_CASE("retry runs the handler again at once until it succeeds", "[middleware][retry]") {
     int calls = 0;
-    auto h = mw::retry(retry::immediate(3))(flaky{2, &calls});
+    auto h = mw::retry(backoff::immediate(3))(flaky{2, &calls});
     const auto d = make_delivery();
     auto r = h(handling{d});
     CHECK(r.what() == kind::ack);
@@ -40,7 +40,7 @@ TEST_CASE("retry runs the handler again at once until it succeeds", "[middleware
 TEST_CASE("retry gives up after max attempts with the reason retries-exhausted",
           "[middleware][retry]") {
     int calls = 0;
-    auto h = mw::retry(retry::immediate(3))(flaky{100, &calls});
+    auto h = mw::retry(backoff::immediate(3))(flaky{100, &calls});
     const auto d = make_delivery();
     auto r = h(handling{d});
     REQUIRE(r.failed());
@@ -52,7 +52,7 @@ TEST_CASE("retry gives up after max attempts with the reason retries-exhausted",
 }
 
 TEST_CASE("retry never retries a permanent failure", "[middleware][retry]") {
-    auto h = mw::retry(retry::immediate(5))(always_throws_malformed{});
+    auto h = mw::retry(backoff::immediate(5))(always_throws_malformed{});
     const auto d = make_delivery();
     auto r = h(handling{d});
     REQUIRE(r.failed());
@@ -65,7 +65,7 @@ TEST_CASE("retry never retries a permanent failure", "[middleware][retry]") {
 TEST_CASE("retry with a delay hands the wait to the consumer, and continues from the run",
           "[middleware][retry]") {
     int calls = 0;
-    auto h = mw::retry(retry::fixed(200ms, 3))(flaky{100, &calls});
+    auto h = mw::retry(backoff::fixed(200ms, 3))(flaky{100, &calls});
     const auto d = make_delivery();
     auto first = h(handling{d, 1});
     REQUIRE(first.what() == kind::retry_in);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/backoff/exponential.hpp>
+#include <letterbox/backoff/immediate.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/disposition.hpp>
@@ -17,8 +19,6 @@
 #include <letterbox/middleware/retry.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/payload.hpp>
-#include <letterbox/retry/exponential.hpp>
-#include <letterbox/retry/immediate.hpp>
 #include <letterbox/testing/check_aggregate_order.hpp>
 #include <letterbox/testing/check_bounded_redelivery.hpp>
 #include <letterbox/testing/check_convergence.hpp>
@@ -210,7 +210,7 @@ private:
 
     // -- set-up ----------------------------------------------------------------------------------
 
-    retry::exponential redelivery_policy() const;
+    backoff::exponential redelivery_policy() const;
 
     void declare_topology();
 

@@ -20,9 +20,9 @@
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
 template <pipeline_application App>
-retry::exponential pipeline_world<App>::redelivery_policy() const {
-    return retry::exponential(std::chrono::milliseconds(200), 2.0, std::chrono::seconds(2),
-                              options_.max_attempts);
+backoff::exponential pipeline_world<App>::redelivery_policy() const {
+    return backoff::exponential(std::chrono::milliseconds(200), 2.0, std::chrono::seconds(2),
+                                options_.max_attempts);
 }
 
 template <pipeline_application App>
@@ -129,7 +129,7 @@ void pipeline_world<App>::start_consumer(std::size_t g, std::size_t slot) {
     auto pipeline = middleware::compose(
         std::move(handler), middleware::dead_letter({.consumer_id = group.id}, sim_.clock()),
         middleware::redelivery(redelivery_policy(), group.retry, sim_.clock()),
-        middleware::retry(retry::immediate(2)));
+        middleware::retry(backoff::immediate(2)));
     // A delivery the pipeline does not ack falls behind: the deliveries after it may be
     // handled first, so its aggregate's order is no longer promised for this consumer
     // (check_aggregate_order skips it). Recorded when the pipeline decides, before the

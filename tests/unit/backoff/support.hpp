@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 // What the retry tests share: readable retry_decisions in Catch2's failure messages, the names
-// and the failed attempt the policy tests use (`using namespace retry_test;`), and the error
+// and the failed attempt the policy tests use (`using namespace backoff_test;`), and the error
 // code a constructor threw.
 #pragma once
 
+#include <letterbox/backoff/classifier.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/error.hpp>
-#include <letterbox/retry/classifier.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -28,9 +28,9 @@ struct StringMaker<letterbox::retry_decision> {
 };
 } // namespace Catch
 
-namespace retry_test {
+namespace backoff_test {
 
-namespace retry = letterbox::retry;
+namespace backoff = letterbox::backoff;
 using letterbox::attempt_failure;
 using letterbox::errc;
 using letterbox::retry_decision;
@@ -58,4 +58,4 @@ std::error_code error_thrown_by(F f) {
     return {};
 }
 
-} // namespace retry_test
+} // namespace backoff_test

@@ -4,7 +4,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
-namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::backoff::detail {
 
 /// Throws `letterbox::error(errc::invalid_argument, what)` unless `ok`: the retry policies'
 /// constructors reject a configuration outside its documented range at once, rather than
@@ -15,4 +15,4 @@ inline void check_argument(bool ok, const char* what) {
     }
 }
 
-} // namespace letterbox::retry::detail
+} // namespace letterbox::backoff::detail

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 
-#include <letterbox/retry/none.hpp>
+#include <letterbox/backoff/none.hpp>
 
 #include "support.hpp"
 
@@ -14,18 +14,18 @@
 #include <stdexcept>
 #include <type_traits>
 
-namespace unit_retry_none {
+namespace unit_backoff_none {
 
 namespace {
 
-using namespace retry_test;
+using namespace backoff_test;
 
 } // namespace
 
-static_assert(letterbox::retry_policy<retry::none>);
+static_assert(letterbox::retry_policy<backoff::none>);
 
 TEST_CASE("none allows one attempt and schedules nothing", "[retry][none]") {
-    const retry::none p;
+    const backoff::none p;
     CHECK(p.max_attempts() == 1);
     CHECK(p.horizon() == milliseconds{0});
     CHECK(p.base_delay(1) == milliseconds{0});
@@ -33,30 +33,30 @@ TEST_CASE("none allows one attempt and schedules nothing", "[retry][none]") {
 }
 
 TEST_CASE("none gives up after a transient failure: the attempts ran out", "[retry][none]") {
-    const retry::none p;
+    const backoff::none p;
     CHECK(p.decide(failure(1)) == retry_decision::exhausted());
     CHECK(p.decide(failure(2)) == retry_decision::exhausted());
 }
 
 TEST_CASE("none gives up after a permanent failure, saying it was permanent", "[retry][none]") {
-    const retry::none p;
+    const backoff::none p;
     CHECK(p.decide(failure(1, errc::payload_malformed)) == retry_decision::permanent_failure());
 }
 
 TEST_CASE("none uses the classifier it is given", "[retry][none]") {
     const auto p =
-        retry::none{}.with_classifier(retry::classifier{}.permanent<std::invalid_argument>());
-    STATIC_REQUIRE(std::is_same_v<decltype(retry::none{}.with_classifier({})), retry::none>);
+        backoff::none{}.with_classifier(backoff::classifier{}.permanent<std::invalid_argument>());
+    STATIC_REQUIRE(std::is_same_v<decltype(backoff::none{}.with_classifier({})), backoff::none>);
     attempt_failure f;
     f.exception = std::make_exception_ptr(std::invalid_argument("bad id"));
     CHECK(p.decide(f) == retry_decision::permanent_failure());
     f.exception = std::make_exception_ptr(std::runtime_error("timeout"));
     CHECK(p.decide(f) == retry_decision::exhausted());
 
-    retry::none q;
-    CHECK(&q.with_classifier(retry::classifier{}.permanent(errc::timed_out)) == &q);
+    backoff::none q;
+    CHECK(&q.with_classifier(backoff::classifier{}.permanent(errc::timed_out)) == &q);
     CHECK(q.decide(failure(1)) == retry_decision::permanent_failure());
     CHECK(q.get_classifier().is_permanent(failure(1)));
 }
 
-} // namespace unit_retry_none
+} // namespace unit_backoff_none

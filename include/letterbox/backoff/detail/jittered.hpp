@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/backoff/detail/classified.hpp>
+#include <letterbox/backoff/jitter.hpp>
 #include <letterbox/config.hpp>
-#include <letterbox/retry/detail/classified.hpp>
-#include <letterbox/retry/jitter.hpp>
 
 #include <chrono>
 #include <cstdint>
 #include <string_view>
 #include <utility>
 
-namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::backoff::detail {
 
 /// What a waiting retry policy adds to `classified<Derived>`: the jitter, with its builder, its
 /// accessor and the jittered `delay`. A public base of `fixed` and `exponential`, which pass
@@ -25,7 +25,7 @@ public:
     /// jitter only lowers a delay, so `horizon()` does not change.
     ///
     /// On an lvalue, changes the policy and returns it (`Derived&`); on an rvalue, returns the
-    /// changed policy by value, so `retry::fixed(1s, 3).with_jitter(j)` is a `retry::fixed`.
+    /// changed policy by value, so `backoff::fixed(1s, 3).with_jitter(j)` is a `backoff::fixed`.
     Derived& with_jitter(jitter j) & {
         jitter_ = j;
         return static_cast<Derived&>(*this);
@@ -51,4 +51,4 @@ private:
     jitter jitter_{};
 };
 
-} // namespace letterbox::retry::detail
+} // namespace letterbox::backoff::detail

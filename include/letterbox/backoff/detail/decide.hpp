@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/backoff/classifier.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/config.hpp>
-#include <letterbox/retry/classifier.hpp>
 
 #include <cstdint>
 
-namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::backoff::detail {
 
 /// The decision every shipped policy makes, in this order: a permanent failure gives up at
 /// once; a transient one gives up when `f.attempt` reached `max_attempts` (which counts the
@@ -24,4 +24,4 @@ retry_decision decide(const classifier& c, std::uint32_t max_attempts, const att
     return retry_decision::retry_after(delay_of(f.attempt, f.message_id));
 }
 
-} // namespace letterbox::retry::detail
+} // namespace letterbox::backoff::detail

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::backoff::detail {
 
 /// The 64-bit FNV-1a hash of `text`: the same value on every platform.
 constexpr std::uint64_t fnv1a64(std::string_view text) noexcept {
@@ -35,4 +35,4 @@ constexpr std::uint64_t jitter_bits(std::uint64_t seed, std::string_view message
     return splitmix64(splitmix64(seed ^ fnv1a64(message_id)) ^ attempt);
 }
 
-} // namespace letterbox::retry::detail
+} // namespace letterbox::backoff::detail

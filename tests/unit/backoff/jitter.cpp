@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 
-#include <letterbox/retry/jitter.hpp>
+#include <letterbox/backoff/jitter.hpp>
 
-#include <letterbox/retry/detail/hash.hpp>
+#include <letterbox/backoff/detail/hash.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -11,46 +11,48 @@
 #include <set>
 #include <string>
 
-namespace unit_retry_jitter {
+namespace unit_backoff_jitter {
 
 namespace {
 
-namespace retry = letterbox::retry;
-using retry::jitter;
-using retry::jitter_kind;
+namespace backoff = letterbox::backoff;
+using backoff::jitter;
+using backoff::jitter_kind;
 using std::chrono::milliseconds;
 
 } // namespace
 
 TEST_CASE("the jitter hash is FNV-1a and splitmix64, pinned to known values", "[retry][jitter]") {
     // Published test vectors: FNV-1a 64 of "" and "a"; the first splitmix64 output from state 0.
-    STATIC_REQUIRE(retry::detail::fnv1a64("") == 0xcbf29ce484222325U);
-    STATIC_REQUIRE(retry::detail::fnv1a64("a") == 0xaf63dc4c8601ec8cU);
-    STATIC_REQUIRE(retry::detail::splitmix64(0) == 0xe220a8397b1dcdafU);
+    STATIC_REQUIRE(backoff::detail::fnv1a64("") == 0xcbf29ce484222325U);
+    STATIC_REQUIRE(backoff::detail::fnv1a64("a") == 0xaf63dc4c8601ec8cU);
+    STATIC_REQUIRE(backoff::detail::splitmix64(0) == 0xe220a8397b1dcdafU);
 }
 
 TEST_CASE("jitter gives the same delays on every platform", "[retry][jitter]") {
     // Computed independently (in Python, from the formula in jitter.hpp). If these change, every
     // deployed schedule changes: that needs a release note, not a test update.
-    STATIC_REQUIRE(retry::apply(jitter::full(42), milliseconds{1000}, "order-17", 1) ==
+    STATIC_REQUIRE(backoff::apply(jitter::full(42), milliseconds{1000}, "order-17", 1) ==
                    milliseconds{838});
-    STATIC_REQUIRE(retry::apply(jitter::full(42), milliseconds{1000}, "order-17", 2) ==
+    STATIC_REQUIRE(backoff::apply(jitter::full(42), milliseconds{1000}, "order-17", 2) ==
                    milliseconds{600});
-    STATIC_REQUIRE(retry::apply(jitter::full(42), milliseconds{1000}, "order-17", 3) ==
+    STATIC_REQUIRE(backoff::apply(jitter::full(42), milliseconds{1000}, "order-17", 3) ==
                    milliseconds{734});
-    STATIC_REQUIRE(retry::apply(jitter::equal(42), milliseconds{1000}, "order-17", 1) ==
+    STATIC_REQUIRE(backoff::apply(jitter::equal(42), milliseconds{1000}, "order-17", 1) ==
                    milliseconds{887});
-    STATIC_REQUIRE(retry::apply(jitter::equal(42), milliseconds{1000}, "order-17", 2) ==
+    STATIC_REQUIRE(backoff::apply(jitter::equal(42), milliseconds{1000}, "order-17", 2) ==
                    milliseconds{935});
-    STATIC_REQUIRE(retry::apply(jitter::full(0), milliseconds{1'000'000'000}, "", 1) ==
+    STATIC_REQUIRE(backoff::apply(jitter::full(0), milliseconds{1'000'000'000}, "", 1) ==
                    milliseconds{76'264'920});
-    STATIC_REQUIRE(retry::apply(jitter::equal(7), milliseconds{999}, "a", 5) == milliseconds{538});
+    STATIC_REQUIRE(backoff::apply(jitter::equal(7), milliseconds{999}, "a", 5) ==
+                   milliseconds{538});
 }
 
 TEST_CASE("no jitter leaves the delay as it is", "[retry][jitter]") {
     STATIC_REQUIRE(jitter{} == jitter{jitter_kind::none, 0});
-    CHECK(retry::apply(jitter{}, milliseconds{1234}, "m", 1) == milliseconds{1234});
-    CHECK(retry::apply(jitter{jitter_kind::none, 99}, milliseconds{5}, "m", 7) == milliseconds{5});
+    CHECK(backoff::apply(jitter{}, milliseconds{1234}, "m", 1) == milliseconds{1234});
+    CHECK(backoff::apply(jitter{jitter_kind::none, 99}, milliseconds{5}, "m", 7) ==
+          milliseconds{5});
 }
 
 TEST_CASE("full jitter stays in [0, base] and equal jitter in [ceil(base / 2), base]",
@@ -59,8 +61,8 @@ TEST_CASE("full jitter stays in [0, base] and equal jitter in [ceil(base / 2), b
         std::set<std::int64_t> full_seen;
         for (std::uint32_t attempt = 1; attempt <= 200; ++attempt) {
             const std::string id = "message-" + std::to_string(attempt % 7);
-            const auto full = retry::apply(jitter::full(3), milliseconds{base}, id, attempt);
-            const auto equal = retry::apply(jitter::equal(3), milliseconds{base}, id, attempt);
+            const auto full = backoff::apply(jitter::full(3), milliseconds{base}, id, attempt);
+            const auto equal = backoff::apply(jitter::equal(3), milliseconds{base}, id, attempt);
             CAPTURE(base, attempt, full.count(), equal.count());
             REQUIRE(full.count() >= 0);
             REQUIRE(full.count() <= base);
@@ -75,14 +77,14 @@ TEST_CASE("full jitter stays in [0, base] and equal jitter in [ceil(base / 2), b
         }
     }
     // Base 1 under equal jitter is always 1 (half of it, rounded up).
-    CHECK(retry::apply(jitter::equal(9), milliseconds{1}, "m", 1) == milliseconds{1});
+    CHECK(backoff::apply(jitter::equal(9), milliseconds{1}, "m", 1) == milliseconds{1});
 }
 
 TEST_CASE("jitter never overflows, even for the longest delay", "[retry][jitter]") {
     const auto top = milliseconds::max();
     for (std::uint32_t attempt = 1; attempt < 50; ++attempt) {
-        const auto full = retry::apply(jitter::full(attempt), top, "m", attempt);
-        const auto equal = retry::apply(jitter::equal(attempt), top, "m", attempt);
+        const auto full = backoff::apply(jitter::full(attempt), top, "m", attempt);
+        const auto equal = backoff::apply(jitter::equal(attempt), top, "m", attempt);
         REQUIRE(full.count() >= 0);
         REQUIRE(full <= top);
         REQUIRE(equal >= top / 2);
@@ -91,26 +93,26 @@ TEST_CASE("jitter never overflows, even for the longest delay", "[retry][jitter]
 }
 
 TEST_CASE("a zero or negative base is returned unchanged", "[retry][jitter]") {
-    CHECK(retry::apply(jitter::full(1), milliseconds{0}, "m", 1) == milliseconds{0});
-    CHECK(retry::apply(jitter::equal(1), milliseconds{-5}, "m", 1) == milliseconds{-5});
+    CHECK(backoff::apply(jitter::full(1), milliseconds{0}, "m", 1) == milliseconds{0});
+    CHECK(backoff::apply(jitter::equal(1), milliseconds{-5}, "m", 1) == milliseconds{-5});
 }
 
 TEST_CASE("jitter depends on the seed, the message id and the attempt, and nothing else",
           "[retry][jitter]") {
     const milliseconds base{1'000'000};
-    const auto d = retry::apply(jitter::full(5), base, "order-1", 3);
-    CHECK(retry::apply(jitter::full(5), base, "order-1", 3) == d); // a pure function
+    const auto d = backoff::apply(jitter::full(5), base, "order-1", 3);
+    CHECK(backoff::apply(jitter::full(5), base, "order-1", 3) == d); // a pure function
     // Each input moves it (base is large, so a collision would be a one-in-a-million fluke).
-    CHECK(retry::apply(jitter::full(6), base, "order-1", 3) != d);
-    CHECK(retry::apply(jitter::full(5), base, "order-2", 3) != d);
-    CHECK(retry::apply(jitter::full(5), base, "order-1", 4) != d);
+    CHECK(backoff::apply(jitter::full(6), base, "order-1", 3) != d);
+    CHECK(backoff::apply(jitter::full(5), base, "order-2", 3) != d);
+    CHECK(backoff::apply(jitter::full(5), base, "order-1", 4) != d);
 
     // Different messages spread over the range instead of retrying in lockstep.
     std::set<std::int64_t> delays;
     std::int64_t sum = 0;
     constexpr int messages = 1000;
     for (int i = 0; i < messages; ++i) {
-        const auto x = retry::apply(jitter::full(5), milliseconds{1000}, std::to_string(i), 1);
+        const auto x = backoff::apply(jitter::full(5), milliseconds{1000}, std::to_string(i), 1);
         delays.insert(x.count());
         sum += x.count();
     }
@@ -119,4 +121,4 @@ TEST_CASE("jitter depends on the seed, the message id and the attempt, and nothi
     CHECK(sum / messages < 550);
 }
 
-} // namespace unit_retry_jitter
+} // namespace unit_backoff_jitter

@@ -6,7 +6,7 @@
 #include <exception>
 #include <system_error>
 
-namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::backoff::detail {
 
 /// The error code of the exception `p` holds when it is a `std::system_error` (so also a
 /// `letterbox::error`), or an empty code when `p` is null or holds anything else.
@@ -39,4 +39,4 @@ bool holds_exception(const std::exception_ptr& p) {
     }
 }
 
-} // namespace letterbox::retry::detail
+} // namespace letterbox::backoff::detail

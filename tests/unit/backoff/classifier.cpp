@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 
-#include <letterbox/retry/classifier.hpp>
+#include <letterbox/backoff/classifier.hpp>
 
 #include "support.hpp"
 
@@ -16,13 +16,13 @@
 #include <system_error>
 #include <type_traits>
 
-namespace unit_retry_classifier {
+namespace unit_backoff_classifier {
 
 namespace {
 
 using letterbox::attempt_failure;
 using letterbox::errc;
-using letterbox::retry::classifier;
+using letterbox::backoff::classifier;
 
 attempt_failure returned(std::error_code ec) {
     attempt_failure f;
@@ -237,8 +237,9 @@ TEST_CASE("permanent_if and transient_if see the whole failure", "[retry][classi
 
 TEST_CASE("a classifier refuses an empty predicate", "[retry][classifier]") {
     classifier c;
-    CHECK(retry_test::error_thrown_by([&] { c.permanent_if({}); }) == errc::invalid_argument);
-    CHECK(retry_test::error_thrown_by([&] { c.transient_if(nullptr); }) == errc::invalid_argument);
+    CHECK(backoff_test::error_thrown_by([&] { c.permanent_if({}); }) == errc::invalid_argument);
+    CHECK(backoff_test::error_thrown_by([&] { c.transient_if(nullptr); }) ==
+          errc::invalid_argument);
 }
 
 TEST_CASE("classifier builders chain on lvalues and on temporaries", "[retry][classifier]") {
@@ -262,4 +263,4 @@ TEST_CASE("a classifier is a copyable value", "[retry][classifier]") {
     CHECK(original.is_permanent(thrown(std::invalid_argument("x"))));
 }
 
-} // namespace unit_retry_classifier
+} // namespace unit_backoff_classifier

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 
-#include <letterbox/retry/exponential.hpp>
+#include <letterbox/backoff/exponential.hpp>
 
 #include "support.hpp"
 
@@ -17,14 +17,14 @@
 #include <type_traits>
 #include <vector>
 
-namespace unit_retry_exponential {
+namespace unit_backoff_exponential {
 
 namespace {
 
-using namespace retry_test;
+using namespace backoff_test;
 using std::chrono::seconds;
 
-std::vector<std::int64_t> base_schedule(const retry::exponential& p, std::uint32_t attempts) {
+std::vector<std::int64_t> base_schedule(const backoff::exponential& p, std::uint32_t attempts) {
     std::vector<std::int64_t> out;
     for (std::uint32_t a = 1; a <= attempts; ++a) {
         out.push_back(p.base_delay(a).count());
@@ -36,10 +36,10 @@ constexpr auto max_u32 = std::numeric_limits<std::uint32_t>::max();
 
 } // namespace
 
-static_assert(letterbox::retry_policy<retry::exponential>);
+static_assert(letterbox::retry_policy<backoff::exponential>);
 
 TEST_CASE("exponential doubles the delay up to the cap", "[retry][exponential]") {
-    const retry::exponential p(milliseconds{100}, 2.0, milliseconds{1000}, 8);
+    const backoff::exponential p(milliseconds{100}, 2.0, milliseconds{1000}, 8);
     CHECK(base_schedule(p, 8) ==
           std::vector<std::int64_t>{100, 200, 400, 800, 1000, 1000, 1000, 1000});
     CHECK(p.decide(failure(1)) == retry_decision::retry_after(milliseconds{100}));
@@ -54,19 +54,19 @@ TEST_CASE("exponential doubles the delay up to the cap", "[retry][exponential]")
 }
 
 TEST_CASE("exponential truncates fractional delays to whole milliseconds", "[retry][exponential]") {
-    const retry::exponential p(milliseconds{100}, 1.5, seconds{10}, 6);
+    const backoff::exponential p(milliseconds{100}, 1.5, seconds{10}, 6);
     CHECK(base_schedule(p, 5) == std::vector<std::int64_t>{100, 150, 225, 337, 506});
     CHECK(p.horizon() == milliseconds{100 + 150 + 225 + 337 + 506});
 }
 
 TEST_CASE("exponential with a multiplier of 1 or an initial delay of 0 is constant",
           "[retry][exponential]") {
-    const retry::exponential flat(milliseconds{250}, 1.0, seconds{1}, 5);
+    const backoff::exponential flat(milliseconds{250}, 1.0, seconds{1}, 5);
     CHECK(base_schedule(flat, 5) == std::vector<std::int64_t>{250, 250, 250, 250, 250});
     CHECK(flat.horizon() == milliseconds{1000});
     CHECK(flat.base_delay(max_u32) == milliseconds{250});
 
-    const retry::exponential zero(milliseconds{0}, 3.0, seconds{1}, 5);
+    const backoff::exponential zero(milliseconds{0}, 3.0, seconds{1}, 5);
     CHECK(base_schedule(zero, 5) == std::vector<std::int64_t>{0, 0, 0, 0, 0});
     CHECK(zero.horizon() == milliseconds{0});
     CHECK(zero.decide(failure(2)) == retry_decision::retry_after(milliseconds{0}));
@@ -74,7 +74,7 @@ TEST_CASE("exponential with a multiplier of 1 or an initial delay of 0 is consta
 
 TEST_CASE("exponential's schedule saturates at the cap instead of overflowing",
           "[retry][exponential]") {
-    const retry::exponential p(milliseconds{1}, 1000.0, milliseconds::max(), max_u32);
+    const backoff::exponential p(milliseconds{1}, 1000.0, milliseconds::max(), max_u32);
     CHECK(p.base_delay(2) == milliseconds{1000});
     CHECK(p.base_delay(7) == milliseconds{1'000'000'000'000'000'000});
     CHECK(p.base_delay(8) == milliseconds::max()); // 10^21 ms would overflow: the cap
@@ -82,7 +82,7 @@ TEST_CASE("exponential's schedule saturates at the cap instead of overflowing",
     CHECK(p.horizon() == milliseconds::max());
 
     // A late attempt costs no more than reaching the cap.
-    const retry::exponential capped(milliseconds{100}, 2.0, seconds{30}, max_u32);
+    const backoff::exponential capped(milliseconds{100}, 2.0, seconds{30}, max_u32);
     CHECK(capped.base_delay(max_u32 - 1) == seconds{30});
     CHECK(capped.decide(failure(max_u32 - 1)) == retry_decision::retry_after(seconds{30}));
     CHECK(capped.decide(failure(max_u32)) == retry_decision::exhausted());
@@ -92,24 +92,24 @@ TEST_CASE("exponential's schedule saturates at the cap instead of overflowing",
 
 TEST_CASE("exponential's first delay is the initial delay, even when it is the cap",
           "[retry][exponential]") {
-    const retry::exponential p(seconds{5}, 2.0, seconds{5}, 4);
+    const backoff::exponential p(seconds{5}, 2.0, seconds{5}, 4);
     CHECK(base_schedule(p, 4) == std::vector<std::int64_t>{5000, 5000, 5000, 5000});
     CHECK(p.horizon() == seconds{15});
     CHECK(p.base_delay(0) == seconds{5}); // attempt 0 is taken as 1
 }
 
 TEST_CASE("exponential with one attempt never retries", "[retry][exponential]") {
-    const retry::exponential p(milliseconds{100}, 2.0, seconds{1}, 1);
+    const backoff::exponential p(milliseconds{100}, 2.0, seconds{1}, 1);
     CHECK(p.horizon() == milliseconds{0});
     CHECK(p.decide(failure(1)) == retry_decision::exhausted());
 }
 
 TEST_CASE("exponential gives up at once on a permanent failure", "[retry][exponential]") {
-    const retry::exponential p(milliseconds{100}, 2.0, seconds{1}, 5);
+    const backoff::exponential p(milliseconds{100}, 2.0, seconds{1}, 5);
     CHECK(p.decide(failure(1, errc::payload_malformed)) == retry_decision::permanent_failure());
     CHECK(p.decide(failure(5, errc::payload_malformed)) == retry_decision::permanent_failure());
-    const auto strict = retry::exponential(milliseconds{100}, 2.0, seconds{1}, 5)
-                            .with_classifier(retry::classifier{}.permanent<std::domain_error>());
+    const auto strict = backoff::exponential(milliseconds{100}, 2.0, seconds{1}, 5)
+                            .with_classifier(backoff::classifier{}.permanent<std::domain_error>());
     attempt_failure f;
     f.exception = std::make_exception_ptr(std::domain_error("negative amount"));
     CHECK(strict.decide(f) == retry_decision::permanent_failure());
@@ -119,13 +119,13 @@ TEST_CASE("exponential gives up at once on a permanent failure", "[retry][expone
 
 TEST_CASE("exponential with jitter stays under the base delay and replays per message",
           "[retry][exponential]") {
-    const auto p = retry::exponential(milliseconds{100}, 2.0, seconds{10}, 12)
-                       .with_jitter(retry::jitter::full(2024));
+    const auto p = backoff::exponential(milliseconds{100}, 2.0, seconds{10}, 12)
+                       .with_jitter(backoff::jitter::full(2024));
     STATIC_REQUIRE(
-        std::is_same_v<decltype(retry::exponential(milliseconds{1}, 2.0, milliseconds{2}, 2)
+        std::is_same_v<decltype(backoff::exponential(milliseconds{1}, 2.0, milliseconds{2}, 2)
                                     .with_jitter({})
                                     .with_classifier({})),
-                       retry::exponential>);
+                       backoff::exponential>);
     milliseconds total{0};
     for (std::uint32_t a = 1; a < 12; ++a) {
         const auto d = p.decide(failure(a, errc::timed_out, "order-3"));
@@ -137,7 +137,7 @@ TEST_CASE("exponential with jitter stays under the base delay and replays per me
     }
     CHECK(total <= p.horizon());
     CHECK(total < p.horizon()); // full jitter lowered at least one of 11 delays
-    CHECK(p.get_jitter() == retry::jitter::full(2024));
+    CHECK(p.get_jitter() == backoff::jitter::full(2024));
 
     const auto copy = p;
     CHECK(copy.decide(failure(5, errc::timed_out, "order-3")) ==
@@ -145,23 +145,28 @@ TEST_CASE("exponential with jitter stays under the base delay and replays per me
 }
 
 TEST_CASE("exponential refuses arguments outside their range", "[retry][exponential]") {
-    using retry_test::error_thrown_by;
+    using backoff_test::error_thrown_by;
     const auto nan = std::numeric_limits<double>::quiet_NaN();
     const auto inf = std::numeric_limits<double>::infinity();
-    CHECK(error_thrown_by([] { (void)retry::exponential(milliseconds{-1}, 2.0, seconds{1}, 3); }) ==
+    CHECK(error_thrown_by([] {
+              (void)backoff::exponential(milliseconds{-1}, 2.0, seconds{1}, 3);
+          }) == errc::invalid_argument);
+    CHECK(error_thrown_by([] {
+              (void)backoff::exponential(milliseconds{1}, 0.5, seconds{1}, 3);
+          }) == errc::invalid_argument);
+    CHECK(error_thrown_by([&] {
+              (void)backoff::exponential(milliseconds{1}, nan, seconds{1}, 3);
+          }) == errc::invalid_argument);
+    CHECK(error_thrown_by([&] {
+              (void)backoff::exponential(milliseconds{1}, inf, seconds{1}, 3);
+          }) == errc::invalid_argument);
+    CHECK(error_thrown_by([] { (void)backoff::exponential(seconds{2}, 2.0, seconds{1}, 3); }) ==
           errc::invalid_argument);
-    CHECK(error_thrown_by([] { (void)retry::exponential(milliseconds{1}, 0.5, seconds{1}, 3); }) ==
-          errc::invalid_argument);
-    CHECK(error_thrown_by([&] { (void)retry::exponential(milliseconds{1}, nan, seconds{1}, 3); }) ==
-          errc::invalid_argument);
-    CHECK(error_thrown_by([&] { (void)retry::exponential(milliseconds{1}, inf, seconds{1}, 3); }) ==
-          errc::invalid_argument);
-    CHECK(error_thrown_by([] { (void)retry::exponential(seconds{2}, 2.0, seconds{1}, 3); }) ==
-          errc::invalid_argument);
-    CHECK(error_thrown_by([] { (void)retry::exponential(milliseconds{1}, 2.0, seconds{1}, 0); }) ==
-          errc::invalid_argument);
+    CHECK(error_thrown_by([] {
+              (void)backoff::exponential(milliseconds{1}, 2.0, seconds{1}, 0);
+          }) == errc::invalid_argument);
     try {
-        (void)retry::exponential(seconds{2}, 2.0, seconds{1}, 3);
+        (void)backoff::exponential(seconds{2}, 2.0, seconds{1}, 3);
         FAIL("no exception");
     } catch (const letterbox::error& e) {
         CHECK(std::string(e.what()).find("cap must not be less than the initial delay") !=
@@ -169,8 +174,8 @@ TEST_CASE("exponential refuses arguments outside their range", "[retry][exponent
     }
     // The edges are allowed.
     CHECK(error_thrown_by([] {
-              (void)retry::exponential(milliseconds{0}, 1.0, milliseconds{0}, 1);
+              (void)backoff::exponential(milliseconds{0}, 1.0, milliseconds{0}, 1);
           }).value() == 0);
 }
 
-} // namespace unit_retry_exponential
+} // namespace unit_backoff_exponential

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 
-#include <letterbox/retry/immediate.hpp>
+#include <letterbox/backoff/immediate.hpp>
 
 #include "support.hpp"
 
@@ -15,11 +15,11 @@
 #include <stdexcept>
 #include <type_traits>
 
-namespace unit_retry_immediate {
+namespace unit_backoff_immediate {
 
 namespace {
 
-using namespace retry_test;
+using namespace backoff_test;
 
 // Runs a handler that always fails under policy `p` the way a retry loop would, and counts
 // the runs.
@@ -34,10 +34,10 @@ std::uint32_t runs_until_giving_up(const Policy& p) {
 
 } // namespace
 
-static_assert(letterbox::retry_policy<retry::immediate>);
+static_assert(letterbox::retry_policy<backoff::immediate>);
 
 TEST_CASE("immediate retries at once until the attempts run out", "[retry][immediate]") {
-    const retry::immediate p(3);
+    const backoff::immediate p(3);
     CHECK(p.max_attempts() == 3);
     CHECK(p.decide(failure(1)) == retry_decision::retry_after(milliseconds{0}));
     CHECK(p.decide(failure(2)) == retry_decision::retry_after(milliseconds{0}));
@@ -47,19 +47,19 @@ TEST_CASE("immediate retries at once until the attempts run out", "[retry][immed
 
 TEST_CASE("immediate's max_attempts counts the first attempt: immediate(5) runs 5 times",
           "[retry][immediate]") {
-    CHECK(runs_until_giving_up(retry::immediate(5)) == 5);
-    CHECK(runs_until_giving_up(retry::immediate(1)) == 1);
+    CHECK(runs_until_giving_up(backoff::immediate(5)) == 5);
+    CHECK(runs_until_giving_up(backoff::immediate(1)) == 1);
 }
 
 TEST_CASE("immediate gives up at once on a permanent failure", "[retry][immediate]") {
-    const retry::immediate p(10);
+    const backoff::immediate p(10);
     CHECK(p.decide(failure(1, errc::payload_type_mismatch)) == retry_decision::permanent_failure());
     CHECK(p.decide(failure(10, errc::payload_type_mismatch)) ==
           retry_decision::permanent_failure());
 }
 
 TEST_CASE("immediate schedules no waiting", "[retry][immediate]") {
-    const retry::immediate p(std::numeric_limits<std::uint32_t>::max());
+    const backoff::immediate p(std::numeric_limits<std::uint32_t>::max());
     CHECK(p.horizon() == milliseconds{0});
     CHECK(p.base_delay(7) == milliseconds{0});
     CHECK(p.delay(7, "m") == milliseconds{0});
@@ -67,14 +67,15 @@ TEST_CASE("immediate schedules no waiting", "[retry][immediate]") {
 }
 
 TEST_CASE("immediate refuses zero attempts", "[retry][immediate]") {
-    CHECK(retry_test::error_thrown_by([] { (void)retry::immediate(0); }) == errc::invalid_argument);
+    CHECK(backoff_test::error_thrown_by([] { (void)backoff::immediate(0); }) ==
+          errc::invalid_argument);
 }
 
 TEST_CASE("immediate uses the classifier it is given", "[retry][immediate]") {
     STATIC_REQUIRE(
-        std::is_same_v<decltype(retry::immediate(2).with_classifier({})), retry::immediate>);
-    const auto p = retry::immediate(4).with_classifier(
-        retry::classifier{}.permanent(std::errc::permission_denied));
+        std::is_same_v<decltype(backoff::immediate(2).with_classifier({})), backoff::immediate>);
+    const auto p = backoff::immediate(4).with_classifier(
+        backoff::classifier{}.permanent(std::errc::permission_denied));
     CHECK(p.decide(failure(1, std::make_error_code(std::errc::permission_denied))) ==
           retry_decision::permanent_failure());
     CHECK(p.decide(failure(1)) == retry_decision::retry_after(milliseconds{0}));
@@ -83,4 +84,4 @@ TEST_CASE("immediate uses the classifier it is given", "[retry][immediate]") {
           retry_decision::permanent_failure());
 }
 
-} // namespace unit_retry_immediate
+} // namespace unit_backoff_immediate

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/backoff/classifier.hpp>
+#include <letterbox/backoff/detail/decide.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
 #include <letterbox/config.hpp>
-#include <letterbox/retry/classifier.hpp>
-#include <letterbox/retry/detail/decide.hpp>
 
 #include <cstdint>
 #include <string_view>
 #include <utility>
 
-namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::retry::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::backoff::detail {
 
 /// The failure classifier a retry policy holds, with its builder and accessor: a public base of
 /// every shipped policy (directly of `none` and `immediate`, through `jittered` of `fixed` and
@@ -26,7 +26,8 @@ public:
     /// `decide` consults first: a failure it calls permanent gives up at once.
     ///
     /// On an lvalue, changes the policy and returns it (`Derived&`); on an rvalue, returns the
-    /// changed policy by value, so `retry::fixed(1s, 3).with_classifier(c)` is a `retry::fixed`.
+    /// changed policy by value, so `backoff::fixed(1s, 3).with_classifier(c)` is a
+    /// `backoff::fixed`.
     Derived& with_classifier(classifier c) & {
         classifier_ = std::move(c);
         return static_cast<Derived&>(*this);
@@ -57,4 +58,4 @@ private:
     classifier classifier_;
 };
 
-} // namespace letterbox::retry::detail
+} // namespace letterbox::backoff::detail
