@@ -342,6 +342,26 @@ auto async_start(Token&& token, const Executor& owner, Start start) {
     return async_start<Signature, Work>(std::forward<Token>(token), owner, owner, std::move(start));
 }
 
+/// What a cancellation does to an operation of `async_start_with` that registered no `on_cancel`
+/// of its own: nothing (it completes normally), or complete it at once with `operation_canceled`
+/// (the work it asked for, of a broker say, may still be carried out; its reply is ignored).
+enum class unregistered_cancel { ignored, completes_cancelled };
+
+/// `async_start` for an object whose state lives behind `state`, on `owner`: `op(*state, done)`
+/// runs there. The state is held until then, so the object may go away meanwhile.
+template <class Signature, unregistered_cancel Cancel = unregistered_cancel::ignored, class Token,
+          class Owner, class IoExecutor, class State, class Op>
+auto async_start_with(Token&& token, const Owner& owner, const IoExecutor& io,
+                      std::shared_ptr<State> state, Op op) {
+    return async_start<Signature>(
+        std::forward<Token>(token), owner, io,
+        [state = std::move(state), op = std::move(op)](async_op<Signature> done) mutable {
+            if constexpr (Cancel == unregistered_cancel::completes_cancelled)
+                done.on_cancel([](auto cancelled) { cancelled.cancelled(); });
+            op(*state, std::move(done));
+        });
+}
+
 /// Like `async_start`, but `start` runs inside the initiating call, in the caller's thread: for
 /// an object that is not shared between threads and whose operations take effect at once, as
 /// an Asio timer's wait is registered by `async_wait` itself. The completion is still posted.

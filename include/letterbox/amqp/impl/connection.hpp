@@ -26,12 +26,9 @@ inline connection::~connection() {
 // unless the operation says otherwise.
 template <class Signature, class Token, class Op>
 auto connection::run(Token&& token, Op op) {
-    return letterbox::detail::async_start<Signature>(
-        std::forward<Token>(token), core_->strand(), ex_,
-        [c = core_, op = std::move(op)](letterbox::detail::async_op<Signature> done) mutable {
-            done.on_cancel([](auto cancelled) { cancelled.cancelled(); });
-            op(*c, std::move(done));
-        });
+    return letterbox::detail::async_start_with<
+        Signature, letterbox::detail::unregistered_cancel::completes_cancelled>(
+        std::forward<Token>(token), core_->strand(), ex_, core_, std::move(op));
 }
 
 template <class Token>

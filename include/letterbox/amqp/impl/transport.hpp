@@ -21,12 +21,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 // the request, whose reply is then ignored.
 template <class Signature, class Token, class Op>
 auto transport::run(Token&& token, Op op) {
-    return letterbox::detail::async_start<Signature>(
-        std::forward<Token>(token), state_->strand(), ex_,
-        [s = state_, op = std::move(op)](letterbox::detail::async_op<Signature> done) mutable {
-            done.on_cancel([](auto cancelled) { cancelled.cancelled(); });
-            op(*s, std::move(done));
-        });
+    return letterbox::detail::async_start_with<
+        Signature, letterbox::detail::unregistered_cancel::completes_cancelled>(
+        std::forward<Token>(token), state_->strand(), ex_, state_, std::move(op));
 }
 
 template <class Token>

@@ -193,11 +193,9 @@ private:
     // the broker's executor and completes `op`.
     template <class Signature, class Token, class F>
     auto start(Token&& token, F f) {
-        return letterbox::detail::async_start<Signature>(
-            std::forward<Token>(token), state_->executor(),
-            [s = state_, f = std::move(f)](letterbox::detail::async_op<Signature> op) mutable {
-                f(*s, std::move(op));
-            });
+        return letterbox::detail::async_start_with<Signature>(
+            std::forward<Token>(token), state_->executor(), state_->executor(), state_,
+            std::move(f));
     }
 
     // An operation that completes as soon as it ran: `op(state)` returns its error code.
