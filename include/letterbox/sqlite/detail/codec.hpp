@@ -22,10 +22,10 @@
 // against the input and limits nesting, so a damaged BLOB is reported, never overrun.
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/field_value_codec.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/message.hpp>
 
-#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -34,7 +34,6 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite::detail {
 
@@ -122,72 +121,36 @@ constexpr std::uint64_t as_bits(T v) noexcept {
 }
 
 inline bool encode_table(byte_writer& w, const field_table& t, int depth);
+inline bool encode_value(byte_writer& w, const field_value& v, int depth);
+
+/// The encoding's side of `letterbox::detail::write_field_value`: little-endian integers,
+/// varint-prefixed strings, nested containers with a varint count; `ok` turns false when they
+/// nest deeper than `codec_max_depth`.
+struct blob_value_writer {
+    byte_writer& w;
+    int depth;
+    bool ok = true;
+
+    void u8(std::uint8_t v) { w.u8(v); }
+    void u16(std::uint16_t v) { w.fixed(v, 2); }
+    void u32(std::uint32_t v) { w.fixed(v, 4); }
+    void u64(std::uint64_t v) { w.fixed(v, 8); }
+    void bytes(std::string_view b) { w.bytes(b); }
+    void array(const field_array& a) {
+        w.varint(a.size());
+        for (const auto& item : a)
+            if (!(ok = encode_value(w, item, depth + 1)))
+                return;
+    }
+    void table(const field_table& t) { ok = encode_table(w, t, depth + 1); }
+};
 
 inline bool encode_value(byte_writer& w, const field_value& v, int depth) {
     if (depth > codec_max_depth)
         return false;
-    return std::visit(
-        [&w, depth](const auto& x) -> bool {
-            using T = std::decay_t<decltype(x)>;
-            if constexpr (std::is_same_v<T, std::monostate>) {
-                w.u8('V');
-            } else if constexpr (std::is_same_v<T, bool>) {
-                w.u8('t');
-                w.u8(x ? 1 : 0);
-            } else if constexpr (std::is_same_v<T, std::int8_t>) {
-                w.u8('b');
-                w.fixed(as_bits(x), 1);
-            } else if constexpr (std::is_same_v<T, std::uint8_t>) {
-                w.u8('B');
-                w.fixed(x, 1);
-            } else if constexpr (std::is_same_v<T, std::int16_t>) {
-                w.u8('s');
-                w.fixed(as_bits(x), 2);
-            } else if constexpr (std::is_same_v<T, std::uint16_t>) {
-                w.u8('u');
-                w.fixed(x, 2);
-            } else if constexpr (std::is_same_v<T, std::int32_t>) {
-                w.u8('I');
-                w.fixed(as_bits(x), 4);
-            } else if constexpr (std::is_same_v<T, std::uint32_t>) {
-                w.u8('i');
-                w.fixed(x, 4);
-            } else if constexpr (std::is_same_v<T, std::int64_t>) {
-                w.u8('l');
-                w.fixed(as_bits(x), 8);
-            } else if constexpr (std::is_same_v<T, float>) {
-                w.u8('f');
-                w.fixed(std::bit_cast<std::uint32_t>(x), 4);
-            } else if constexpr (std::is_same_v<T, double>) {
-                w.u8('d');
-                w.fixed(std::bit_cast<std::uint64_t>(x), 8);
-            } else if constexpr (std::is_same_v<T, decimal>) {
-                w.u8('D');
-                w.u8(x.scale);
-                w.fixed(as_bits(x.value), 4);
-            } else if constexpr (std::is_same_v<T, std::string>) {
-                w.u8('S');
-                w.bytes(x);
-            } else if constexpr (std::is_same_v<T, timestamp>) {
-                w.u8('T');
-                w.fixed(as_bits(static_cast<std::int64_t>(x.time_since_epoch().count())), 8);
-            } else if constexpr (std::is_same_v<T, byte_array>) {
-                w.u8('x');
-                w.bytes(std::string_view(reinterpret_cast<const char*>(x.data()), x.size()));
-            } else if constexpr (std::is_same_v<T, field_array>) {
-                w.u8('A');
-                w.varint(x.size());
-                for (const auto& item : x)
-                    if (!encode_value(w, item, depth + 1))
-                        return false;
-            } else {
-                static_assert(std::is_same_v<T, field_table>);
-                w.u8('F');
-                return encode_table(w, x, depth + 1);
-            }
-            return true;
-        },
-        v.variant());
+    blob_value_writer out{w, depth};
+    letterbox::detail::write_field_value(out, v);
+    return out.ok;
 }
 
 inline bool encode_table(byte_writer& w, const field_table& t, int depth) {
@@ -215,110 +178,62 @@ inline std::optional<std::string> encode_headers(const field_table& t) {
 }
 
 inline bool decode_table(byte_reader& r, field_table& t, int depth);
+inline bool decode_value(byte_reader& r, field_value& out, int depth);
 
-template <class T>
-bool decode_signed(byte_reader& r, int bytes, field_value& out) {
-    std::uint64_t bits = 0;
-    if (!r.fixed(bits, bytes))
-        return false;
-    using U = std::make_unsigned_t<T>;
-    out = field_value(static_cast<T>(static_cast<U>(bits)));
-    return true;
-}
+/// The encoding's side of `letterbox::detail::read_field_value`; `ok` turns false at the first
+/// thing the input does not hold (a short read, a boolean other than 0 or 1, an unknown tag,
+/// nesting deeper than `codec_max_depth`).
+struct blob_value_reader {
+    byte_reader& r;
+    int depth;
+    bool ok = true;
+
+    std::uint64_t fixed(int bytes) {
+        std::uint64_t v = 0;
+        ok = ok && r.fixed(v, bytes);
+        return v;
+    }
+    std::uint64_t u8() { return fixed(1); }
+    std::uint64_t u16() { return fixed(2); }
+    std::uint64_t u32() { return fixed(4); }
+    std::uint64_t u64() { return fixed(8); }
+    bool boolean() {
+        const auto b = fixed(1);
+        ok = ok && b <= 1;
+        return b == 1;
+    }
+    std::string_view bytes() {
+        std::string_view b;
+        ok = ok && r.bytes(b);
+        return b;
+    }
+    field_array array() {
+        field_array items;
+        std::uint64_t n = 0;
+        if (!(ok = ok && r.count(n)))
+            return items;
+        items.reserve(static_cast<std::size_t>(n));
+        for (std::uint64_t i = 0; i < n && ok; ++i)
+            ok = decode_value(r, items.emplace_back(), depth + 1);
+        return items;
+    }
+    field_table table() {
+        field_table nested;
+        ok = ok && decode_table(r, nested, depth + 1);
+        return nested;
+    }
+    void fail() { ok = false; }
+};
 
 inline bool decode_value(byte_reader& r, field_value& out, int depth) {
     if (depth > codec_max_depth)
         return false;
     std::uint8_t tag = 0;
-    std::uint64_t bits = 0;
-    std::string_view text;
     if (!r.u8(tag))
         return false;
-    switch (tag) {
-    case 'V':
-        out = field_value();
-        return true;
-    case 't':
-        if (!r.fixed(bits, 1) || bits > 1)
-            return false;
-        out = field_value(bits == 1);
-        return true;
-    case 'b':
-        return decode_signed<std::int8_t>(r, 1, out);
-    case 'B':
-        return decode_signed<std::uint8_t>(r, 1, out);
-    case 's':
-        return decode_signed<std::int16_t>(r, 2, out);
-    case 'u':
-        return decode_signed<std::uint16_t>(r, 2, out);
-    case 'I':
-        return decode_signed<std::int32_t>(r, 4, out);
-    case 'i':
-        return decode_signed<std::uint32_t>(r, 4, out);
-    case 'l':
-        return decode_signed<std::int64_t>(r, 8, out);
-    case 'f':
-        if (!r.fixed(bits, 4))
-            return false;
-        out = field_value(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
-        return true;
-    case 'd':
-        if (!r.fixed(bits, 8))
-            return false;
-        out = field_value(std::bit_cast<double>(bits));
-        return true;
-    case 'D': {
-        std::uint8_t scale = 0;
-        if (!r.u8(scale) || !r.fixed(bits, 4))
-            return false;
-        out = field_value(
-            decimal{scale, static_cast<std::int32_t>(static_cast<std::uint32_t>(bits))});
-        return true;
-    }
-    case 'S':
-        if (!r.bytes(text))
-            return false;
-        out = field_value(std::string(text));
-        return true;
-    case 'T':
-        if (!r.fixed(bits, 8))
-            return false;
-        out = field_value(timestamp{std::chrono::seconds{static_cast<std::int64_t>(bits)}});
-        return true;
-    case 'x': {
-        if (!r.bytes(text))
-            return false;
-        byte_array bytes(text.size());
-        for (std::size_t i = 0; i < text.size(); ++i)
-            bytes[i] = static_cast<std::byte>(text[i]);
-        out = field_value(std::move(bytes));
-        return true;
-    }
-    case 'A': {
-        std::uint64_t n = 0;
-        if (!r.count(n))
-            return false;
-        field_array items;
-        items.reserve(static_cast<std::size_t>(n));
-        for (std::uint64_t i = 0; i < n; ++i) {
-            field_value item;
-            if (!decode_value(r, item, depth + 1))
-                return false;
-            items.push_back(std::move(item));
-        }
-        out = field_value(std::move(items));
-        return true;
-    }
-    case 'F': {
-        field_table nested;
-        if (!decode_table(r, nested, depth + 1))
-            return false;
-        out = field_value(std::move(nested));
-        return true;
-    }
-    default:
-        return false;
-    }
+    blob_value_reader in{r, depth};
+    out = letterbox::detail::read_field_value(in, tag);
+    return in.ok;
 }
 
 inline bool decode_table(byte_reader& r, field_table& t, int depth) {
