@@ -19,27 +19,33 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-//]
 
 using namespace std::chrono_literals;
 namespace lb = letterbox;
+//]
 
 //[handler
+// The payload, decoded from the message's JSON body by its nlohmann `from_json`.
+struct order {
+    int id = 0;
+    std::string sku;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(order, id, sku)
+
 // The business effect, inside the inbox's transaction: it commits with the inbox record, or not
 // at all. Throwing fails the attempt; what happens next is the pipeline's decision.
 struct ship_order {
     int* flaky_calls;
     void operator()(const lb::message& m, lb::sqlite::unit_of_work& uow) const {
-        const auto order = nlohmann::json::parse(m.body);
-        const auto id = order.at("id").get<int>();
-        (void)order.at("sku"); // missing: a payload error, permanent (dead-lettered, never retried)
-        if (id == 2 && ++*flaky_calls == 1)
+        // No `sku`: a payload error, permanent (dead-lettered, never retried).
+        const auto o = lb::decode_payload<order>(m);
+        if (o.id == 2 && ++*flaky_calls == 1)
             throw std::runtime_error("warehouse API timed out"); // transient: retried
         std::error_code ec;
         auto st = uow.connection().prepare("INSERT INTO shipments(order_id) VALUES (?1)", ec);
         if (ec)
             throw lb::error(ec, "prepare");
-        st->bind_int64(1, id);
+        st->bind_int64(1, o.id);
         if (auto failed = st->execute())
             throw lb::error(failed, "insert shipment");
     }
@@ -47,12 +53,12 @@ struct ship_order {
 //]
 
 int main() {
+    //[setup
     // A directory of its own (two copies may run at once: the example and the install test).
     const auto dir = std::filesystem::temp_directory_path() /
                      ("letterbox-getting-started-" + lb::to_string(lb::message_id_generator{}()));
     std::filesystem::create_directories(dir);
 
-    //[setup
     boost::asio::io_context io;
     lb::steady_clock clock;
     lb::in_memory::broker broker(io.get_executor()); // later: lb::amqp::transport

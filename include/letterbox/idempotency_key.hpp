@@ -6,6 +6,7 @@
 #include <letterbox/field_table.hpp>
 #include <letterbox/foreign_message_id.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/payload.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -92,7 +93,7 @@ public:
         : pointer_(parse(pointer)) {}
 
     std::optional<message_id> operator()(const message& m) const {
-        const auto body = nlohmann::json::parse(m.body, nullptr, false);
+        const auto body = detail::parse_json_body(m.body);
         if (body.is_discarded() || !body.contains(pointer_))
             return std::nullopt;
         const auto& field = body.at(pointer_);

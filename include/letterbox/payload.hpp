@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -18,6 +19,20 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// The content type letterbox writes for JSON payloads.
 inline constexpr std::string_view json_content_type = "application/json";
 
+namespace detail {
+
+/// `j` as compact JSON; throws `nlohmann::json::type_error` for a string that is not UTF-8.
+LETTERBOX_DECL std::string dump_json_strict(const nlohmann::json& j);
+
+/// `body` parsed as JSON, or a discarded value (`is_discarded()`) when it is not JSON.
+///
+/// These two are out of line: nlohmann's parser and serialiser are most of the code that
+/// encoding and decoding a payload generate, and with separate compilation
+/// (docs/separate-compilation.md) they are compiled once per program, not once per source file.
+LETTERBOX_DECL nlohmann::json parse_json_body(std::string_view body);
+
+} // namespace detail
+
 /// Serialises `value` with its nlohmann `to_json` into `m.body` and sets the content type.
 ///
 /// Returns `errc::payload_unencodable` (and leaves `m` unchanged) when the value cannot be
@@ -25,8 +40,7 @@ inline constexpr std::string_view json_content_type = "application/json";
 template <class T>
 std::error_code encode_payload(message& m, const T& value) noexcept {
     try {
-        nlohmann::json j = value;
-        m.body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+        m.body = detail::dump_json_strict(nlohmann::json(value));
         m.properties.content_type = std::string(json_content_type);
         return {};
     } catch (...) {
@@ -48,7 +62,7 @@ std::optional<T> decode_payload(const message& m, std::error_code& ec) noexcept 
         return std::nullopt;
     }
     try {
-        auto j = nlohmann::json::parse(m.body, nullptr, /*allow_exceptions=*/false);
+        auto j = detail::parse_json_body(m.body);
         if (j.is_discarded()) {
             ec = errc::payload_malformed;
             return std::nullopt;
@@ -100,16 +114,7 @@ inline bool is_json_content_type(std::string_view content_type) noexcept {
 /// always pass.
 ///
 /// Returns `errc::payload_malformed` for a body that fails its content type, else success.
-inline std::error_code validate_payload(const message& m) noexcept {
-    if (!m.properties.content_type || !is_json_content_type(*m.properties.content_type))
-        return {};
-    try {
-        return nlohmann::json::accept(m.body) ? std::error_code{}
-                                              : make_error_code(errc::payload_malformed);
-    } catch (...) {
-        return errc::payload_malformed;
-    }
-}
+LETTERBOX_DECL std::error_code validate_payload(const message& m) noexcept;
 
 /// A message of type `type` carrying `payload` as JSON, with a fresh id from `ids`.
 /// Throws `letterbox::error(errc::payload_unencodable)` when it cannot be encoded.
@@ -127,3 +132,7 @@ message make_message(message_id_generator& ids, std::string type, std::string ex
 }
 
 } // namespace letterbox
+
+#if LETTERBOX_HEADER_ONLY
+#include <letterbox/impl/payload.hpp>
+#endif

@@ -11,6 +11,7 @@
 #include <letterbox/dlq/impl/dead_letter_entry.hpp>
 #include <letterbox/dlq/impl/dead_letter_filter.hpp>
 #include <letterbox/impl/field_table.hpp>
+#include <letterbox/impl/payload.hpp>
 #include <letterbox/outbox/impl/in_memory_outbox_store.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_basic.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_connections.hpp>
