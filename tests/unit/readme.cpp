@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // The README's example, compiled and run. README.md shows the lines between the markers
-// verbatim, minus the lines marked `// hidden` (checked by tests/tools/check_readme_snippet.sh).
+// verbatim, minus the lines marked `// hidden` (checked by tests/tools/check_doc_snippets.py).
 #include <catch2/catch.hpp>
 
 #include <sstream>

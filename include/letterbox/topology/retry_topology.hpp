@@ -38,8 +38,9 @@ enum class rejects_go_to : std::uint8_t {
 /// Everything goes through the default exchange, so no exchange or binding is needed, and
 /// every queue is durable: a message waiting for its retry survives a consumer restart and a
 /// broker restart. Declaring them again with the same arguments is a no-op, so every
-/// consumer declares them at start (`async_declare_retry_topology`); declaring an existing
-/// queue with different arguments fails with `errc::precondition_failed`, as on RabbitMQ.
+/// consumer declares them at start (`topology::async_declare_all(t, topo.queues(), token)`);
+/// declaring an existing queue with different arguments fails with
+/// `errc::precondition_failed`, as on RabbitMQ.
 struct retry_topology {
     /// The work queue.
     std::string queue{};
