@@ -120,6 +120,10 @@ private:
     /// The pending row `id` leased to `owner`; otherwise null and `record_not_found` or
     /// `lease_lost` in `ec`. Only the lease owner may settle a row.
     outbox_record* leased_row(const message_id& id, std::string_view owner, std::error_code& ec);
+    /// With the lock held, for a single-row settlement: the next injected fault in `ec` (and
+    /// null), or else `leased_row`.
+    outbox_record* leased_row_unless_faulted(const message_id& id, std::string_view owner,
+                                             std::error_code& ec);
     /// Marks a leased `row` published at `now` and drops its lease.
     static void publish(outbox_record& row, store_time now);
 

@@ -111,18 +111,21 @@ LETTERBOX_DECL outbox_record* in_memory_outbox_store::leased_row(const message_i
     return row;
 }
 
+LETTERBOX_DECL outbox_record*
+in_memory_outbox_store::leased_row_unless_faulted(const message_id& id, std::string_view owner,
+                                                  std::error_code& ec) {
+    ec = core_.faults.next();
+    return ec ? nullptr : leased_row(id, owner, ec);
+}
+
 LETTERBOX_DECL std::error_code in_memory_outbox_store::mark_published(const message_id& id,
                                                                       std::string_view owner,
                                                                       store_time now) {
     std::lock_guard lock(core_.mutex);
-    if (auto ec = core_.faults.next())
-        return ec;
     std::error_code ec;
-    auto* row = leased_row(id, owner, ec);
-    if (!row)
-        return ec;
-    publish(*row, now);
-    return {};
+    if (auto* row = leased_row_unless_faulted(id, owner, ec))
+        publish(*row, now);
+    return ec;
 }
 
 LETTERBOX_DECL std::error_code
@@ -154,10 +157,8 @@ in_memory_outbox_store::record_failure(const message_id& id, std::string_view ow
                                        std::string_view error, store_time next_attempt_at,
                                        std::uint32_t max_attempts, store_time now) {
     std::lock_guard lock(core_.mutex);
-    if (auto ec = core_.faults.next())
-        return ec;
     std::error_code ec;
-    auto* row = leased_row(id, owner, ec);
+    auto* row = leased_row_unless_faulted(id, owner, ec);
     if (!row)
         return ec;
     ++row->attempts;

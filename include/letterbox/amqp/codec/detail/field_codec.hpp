@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::codec::detail {
 
@@ -22,18 +23,24 @@ inline constexpr std::size_t field_count_limit = 65536;
 
 inline void encode_field_value(wire_writer& w, const field_value& v, std::size_t depth);
 
-/// Writes `t` as a field table: a 32-bit byte length, then (shortstr name, type tag, value)*.
-/// `depth` is the nesting level of `t` (1 for a method's table).
-inline void encode_field_table(wire_writer& w, const field_table& t, std::size_t depth) {
+/// Writes a field table (`Container` = `field_table`: (shortstr name, type tag, value)*) or a
+/// field array (`field_array`: (type tag, value)*) after its 32-bit byte length, at nesting
+/// level `depth` (1 for a method's table).
+template <class Container>
+void encode_field_container(wire_writer& w, const Container& items, std::size_t depth) {
     if (depth > field_depth_limit) {
         w.fail(errc::invalid_argument);
         return;
     }
     const auto at = w.size();
     w.u32(0); // placeholder, patched below
-    for (const auto& [name, value] : t) {
-        w.shortstr(name);
-        encode_field_value(w, value, depth);
+    for (const auto& item : items) {
+        if constexpr (std::is_same_v<Container, field_table>) {
+            w.shortstr(item.first);
+            encode_field_value(w, item.second, depth);
+        } else {
+            encode_field_value(w, item, depth);
+        }
         if (!w.ok())
             return;
     }
@@ -45,24 +52,12 @@ inline void encode_field_table(wire_writer& w, const field_table& t, std::size_t
     w.patch_u32(at, static_cast<std::uint32_t>(length));
 }
 
+inline void encode_field_table(wire_writer& w, const field_table& t, std::size_t depth) {
+    encode_field_container(w, t, depth);
+}
+
 inline void encode_field_array(wire_writer& w, const field_array& a, std::size_t depth) {
-    if (depth > field_depth_limit) {
-        w.fail(errc::invalid_argument);
-        return;
-    }
-    const auto at = w.size();
-    w.u32(0);
-    for (const auto& value : a) {
-        encode_field_value(w, value, depth);
-        if (!w.ok())
-            return;
-    }
-    const auto length = w.size() - at - 4;
-    if (length > std::numeric_limits<std::uint32_t>::max()) {
-        w.fail(errc::invalid_argument);
-        return;
-    }
-    w.patch_u32(at, static_cast<std::uint32_t>(length));
+    encode_field_container(w, a, depth);
 }
 
 /// The encoding's side of `letterbox::detail::write_field_value`: big-endian integers, longstr
@@ -103,10 +98,12 @@ struct field_budget {
 inline field_value decode_field_value(wire_reader& r, std::uint8_t tag, std::size_t depth,
                                       field_budget& budget);
 
-/// Reads a field table (length-prefixed) at nesting level `depth`. Duplicate names: the last
-/// value wins, in the position of the first (as `field_table::set` does).
-inline field_table decode_field_table(wire_reader& r, std::size_t depth, field_budget& budget) {
-    field_table out;
+/// Reads a field table or a field array (length-prefixed, see `encode_field_container`) at
+/// nesting level `depth`. Duplicate names in a table: the last value wins, in the position of
+/// the first (as `field_table::set` does).
+template <class Container>
+Container decode_field_container(wire_reader& r, std::size_t depth, field_budget& budget) {
+    Container out;
     if (depth > field_depth_limit) {
         r.fail(errc::syntax_error);
         return out;
@@ -114,39 +111,31 @@ inline field_table decode_field_table(wire_reader& r, std::size_t depth, field_b
     // The length is checked against what is left before anything is read or allocated.
     wire_reader in(r.longstr());
     while (r.ok() && in.ok() && !in.empty()) {
-        const auto name = in.shortstr();
+        std::string_view name;
+        if constexpr (std::is_same_v<Container, field_table>)
+            name = in.shortstr();
         const auto tag = in.u8();
         if (!in.ok() || !budget.spend(in))
             break;
         auto value = decode_field_value(in, tag, depth, budget);
         if (!in.ok())
             break;
-        out.set(name, std::move(value));
+        if constexpr (std::is_same_v<Container, field_table>)
+            out.set(name, std::move(value));
+        else
+            out.push_back(std::move(value));
     }
     if (!in.ok())
         r.fail(in.error());
     return out;
 }
 
+inline field_table decode_field_table(wire_reader& r, std::size_t depth, field_budget& budget) {
+    return decode_field_container<field_table>(r, depth, budget);
+}
+
 inline field_array decode_field_array(wire_reader& r, std::size_t depth, field_budget& budget) {
-    field_array out;
-    if (depth > field_depth_limit) {
-        r.fail(errc::syntax_error);
-        return out;
-    }
-    wire_reader in(r.longstr());
-    while (r.ok() && in.ok() && !in.empty()) {
-        const auto tag = in.u8();
-        if (!in.ok() || !budget.spend(in))
-            break;
-        auto value = decode_field_value(in, tag, depth, budget);
-        if (!in.ok())
-            break;
-        out.push_back(std::move(value));
-    }
-    if (!in.ok())
-        r.fail(in.error());
-    return out;
+    return decode_field_container<field_array>(r, depth, budget);
 }
 
 /// The encoding's side of `letterbox::detail::read_field_value`.
