@@ -19,14 +19,10 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 template <class Map>
 std::vector<typename Map::mapped_type> take_confirmed(Map& unconfirmed, std::uint64_t seq,
                                                       bool multiple) {
-    auto first = unconfirmed.begin();
-    auto last = unconfirmed.upper_bound(seq);
-    if (!multiple) {
-        first = unconfirmed.find(seq);
-        if (first == unconfirmed.end())
-            return {};
-        last = std::next(first);
-    }
+    auto first = multiple ? unconfirmed.begin() : unconfirmed.find(seq);
+    if (first == unconfirmed.end())
+        return {};
+    const auto last = multiple ? unconfirmed.upper_bound(seq) : std::next(first);
     std::vector<typename Map::mapped_type> taken;
     for (auto it = first; it != last; ++it)
         taken.push_back(std::move(it->second));
