@@ -209,13 +209,15 @@ public:
     /// has a type of its own for every completion token, and so would what posts it.
     template <class Allocator>
     void post_start(const Allocator& alloc) {
-        boost::asio::post(owner_,
-                          boost::asio::bind_allocator(alloc, [self = this->shared_from_this()] {
-                              async_op<signature> op(self);
-                              if (self->cancelled_before_start())
-                                  return op.cancelled();
-                              self->run_start(std::move(op));
-                          }));
+        boost::asio::post(
+            owner_, boost::asio::bind_allocator(alloc, [self = this->shared_from_this()]() mutable {
+                auto& state = *self; // `op` keeps it alive from here on
+                const bool cancelled = state.cancelled_before_start();
+                async_op<signature> op(std::move(self));
+                if (cancelled)
+                    return op.cancelled();
+                state.run_start(std::move(op));
+            }));
     }
 
 protected:
