@@ -13,6 +13,7 @@
 #include <letterbox/letterbox.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -110,7 +111,8 @@ asio::awaitable<int> run(in_memory::broker& broker, in_memory::transport& t) {
         m.routing_key = key;
         m.body = R"({"order": 1042})";
         // Publishes are mandatory and confirmed: success, or `no_route` after a basic.return.
-        std::error_code ec = co_await t.async_publish(m, use_awaitable);
+        // `as_tuple` hands the error code over instead of throwing it.
+        auto [ec] = co_await t.async_publish(m, asio::as_tuple(use_awaitable));
         std::string where;
         for (const auto& q : landed[key])
             where += (where.empty() ? "" : ", ") + q;

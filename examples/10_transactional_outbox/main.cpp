@@ -23,6 +23,7 @@
 #include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -187,7 +188,7 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
         std::printf("enrollment-service: enrollment 1 committed\n");
         message event = make_message(ids, "enrollment.confirmed", "enrollments",
                                      "enrollment.confirmed", nlohmann::json{{"enrollment", 1}});
-        std::error_code ec = co_await transport.async_publish(event, asio::use_awaitable);
+        auto [ec] = co_await transport.async_publish(event, asio::as_tuple(asio::use_awaitable));
         std::printf("enrollment-service: publish failed: %s\n", ec.message().c_str());
         check(ec == errc::connection_closed, "the naive publish fails");
     }

@@ -8,8 +8,10 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
-/// The one error vocabulary of letterbox. Every component reports `std::error_code`s whose
-/// category is `letterbox::error_category()`.
+/// The one error vocabulary of letterbox. Every component reports codes whose category is
+/// `letterbox::error_category()`: as `std::error_code` from its synchronous calls, and as
+/// `letterbox::error_code` (`boost::system::error_code`, which holds them unchanged) first in
+/// the completion of its asynchronous operations.
 ///
 /// The values from `not_found` to `internal_error` carry the AMQP 0-9-1 reply code of the
 /// same name (see `amqp_reply_code`), so a channel or connection error from the in-memory

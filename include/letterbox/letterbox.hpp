@@ -33,6 +33,7 @@
 #include <letterbox/dlq/page.hpp>
 #include <letterbox/dlq/replay_result.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/handling.hpp>

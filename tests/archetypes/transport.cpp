@@ -54,7 +54,7 @@ static_assert(std::is_void_v<decltype(std::declval<archetype&>().async_publish(
 static_assert(
     std::is_same_v<decltype(std::declval<archetype&>().async_publish(
                        std::declval<const letterbox::message&>(), boost::asio::use_future)),
-                   std::future<std::error_code>>);
+                   std::future<void>>);
 static_assert(
     !std::is_void_v<decltype(std::declval<archetype&>().async_close(boost::asio::deferred))>);
 static_assert(std::is_void_v<decltype(std::declval<lt::waitable_timer_archetype&>().async_wait(

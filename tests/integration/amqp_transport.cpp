@@ -4,15 +4,20 @@
 // is hidden ([.integration]) and fails clearly when the variable is not set.
 
 #include <letterbox/amqp/transport.hpp>
+#include <letterbox/error_code.hpp>
 
 #include <letterbox/testing/transport_suite.hpp>
 
 #include "amqp_broker.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -20,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -224,6 +230,46 @@ TEST_CASE("amqp transport: an unroutable mandatory publish completes with no_rou
     CHECK(b.await([&](auto done) { t.async_close(done); }) == std::error_code{});
 }
 
+TEST_CASE("amqp transport: under use_awaitable a failure throws system_error, and as_tuple gives "
+          "its code",
+          "[.integration][amqp]") {
+    broker b;
+    auto t = b.f.make();
+    const auto queue = b.fresh_queue(t, "awaited");
+    const letterbox::topology::binding dangling{
+        .source = b.f.unique_name("never.declared"), .destination = queue, .routing_key = "k"};
+    std::optional<std::uint32_t> depth;
+    std::optional<letterbox::error_code> thrown, returned;
+    std::exception_ptr escaped;
+    bool done = false;
+    boost::asio::co_spawn(
+        t.get_executor(),
+        [&]() -> boost::asio::awaitable<void> {
+            depth = co_await t.async_queue_depth(queue, boost::asio::use_awaitable);
+            try {
+                co_await t.async_bind(dangling, boost::asio::use_awaitable);
+            } catch (const boost::system::system_error& e) {
+                thrown = e.code();
+            }
+            auto [ec] =
+                co_await t.async_bind(dangling, boost::asio::as_tuple(boost::asio::use_awaitable));
+            returned = ec;
+        },
+        [&](std::exception_ptr e) {
+            escaped = e;
+            done = true;
+        });
+    REQUIRE(b.f.run_until([&] { return done; }, b.timeout));
+    CHECK_FALSE(escaped);
+    REQUIRE(depth.has_value());
+    CHECK(*depth == 0);
+    REQUIRE(thrown.has_value());
+    CHECK(*thrown == letterbox::errc::not_found);
+    REQUIRE(returned.has_value());
+    CHECK(*returned == letterbox::errc::not_found);
+    CHECK(b.await([&](auto done_) { t.async_close(done_); }) == std::error_code{});
+}
+
 TEST_CASE("amqp transport: a consumer survives a lost connection and resumes",
           "[.integration][amqp]") {
     broker b;
@@ -421,7 +467,7 @@ TEST_CASE("amqp transport: operations cancelled before they start do nothing",
         REQUIRE(b.f.run_until([&] { return result.has_value(); }, b.timeout));
         return *result;
     };
-    const std::error_code canceled = std::make_error_code(std::errc::operation_canceled);
+    const std::error_condition canceled = std::errc::operation_canceled;
     message m;
     m.id = letterbox::message_id_generator{}();
     m.routing_key = queue;

@@ -76,22 +76,22 @@ public:
 
     executor_type get_executor() const { return ex_; }
 
-    /// Connects to `u` and runs the handshake; completes with `void(std::error_code)`.
+    /// Connects to `u` and runs the handshake; completes with `void(error_code)`.
     template <class Token>
     auto async_connect(const url& u, Token&& token);
 
-    /// Closes the connection (connection.close 200); completes with `void(std::error_code)`,
+    /// Closes the connection (connection.close 200); completes with `void(error_code)`,
     /// success once closed. Idempotent.
     template <class Token>
     auto async_close(Token&& token);
 
-    /// Completes with `void(std::error_code)` when the connection closes, with the reason (see
+    /// Completes with `void(error_code)` when the connection closes, with the reason (see
     /// above); at once if it is already closed.
     template <class Token>
     auto async_wait_closed(Token&& token);
 
     /// Negotiated limits and server facts, read on the connection's strand; completes with
-    /// `void(std::error_code, connection::info)` (`errc::connection_closed` if not open).
+    /// `void(error_code, connection::info)` (`errc::connection_closed` if not open).
     struct info {
         std::uint32_t frame_max = 0;
         std::uint16_t channel_max = 0;

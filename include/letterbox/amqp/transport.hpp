@@ -10,6 +10,7 @@
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
@@ -106,25 +107,25 @@ public:
 
     template <class Token>
     auto async_declare(const topology::exchange& x, Token&& token) {
-        return run<void(std::error_code)>(
-            std::forward<Token>(token), [x](auto& s, auto done) { s.declare(x, std::move(done)); });
+        return run<void(error_code)>(std::forward<Token>(token),
+                                     [x](auto& s, auto done) { s.declare(x, std::move(done)); });
     }
     template <class Token>
     auto async_declare(const topology::queue& q, Token&& token) {
-        return run<void(std::error_code)>(
-            std::forward<Token>(token), [q](auto& s, auto done) { s.declare(q, std::move(done)); });
+        return run<void(error_code)>(std::forward<Token>(token),
+                                     [q](auto& s, auto done) { s.declare(q, std::move(done)); });
     }
     template <class Token>
     auto async_bind(const topology::binding& b, Token&& token) {
-        return run<void(std::error_code)>(std::forward<Token>(token),
-                                          [b](auto& s, auto done) { s.bind(b, std::move(done)); });
+        return run<void(error_code)>(std::forward<Token>(token),
+                                     [b](auto& s, auto done) { s.bind(b, std::move(done)); });
     }
 
     /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`. A message
     /// whose id is nil is published with a fresh random id; `m` itself is not changed.
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
-        return run<void(std::error_code)>(std::forward<Token>(token), [m](auto& s, auto done) {
+        return run<void(error_code)>(std::forward<Token>(token), [m](auto& s, auto done) {
             // Handed to the connection: whether it reached the broker is not known.
             done.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
             s.publish(std::move(m), std::move(done));
@@ -140,7 +141,7 @@ public:
     /// when no message is ready; `errc::not_found` when the queue is missing.
     template <class Token>
     auto async_get(const std::string& queue, Token&& token) {
-        return run<void(std::error_code, std::optional<delivery>)>(
+        return run<void(error_code, std::optional<delivery>)>(
             std::forward<Token>(token), [queue](auto& s, auto done) {
                 s.get(queue, [&s, done](std::error_code ec, std::optional<delivery> d) {
                     // A message that arrives after the get was cancelled goes back at once.
@@ -157,14 +158,14 @@ public:
     /// when the queue is missing.
     template <class Token>
     auto async_queue_depth(const std::string& queue, Token&& token) {
-        return run<void(std::error_code, std::uint32_t)>(
+        return run<void(error_code, std::uint32_t)>(
             std::forward<Token>(token),
             [queue](auto& s, auto done) { s.depth(queue, std::move(done)); });
     }
 
     template <class Token>
     auto async_cancel(const std::string& consumer_tag, Token&& token) {
-        return run<void(std::error_code)>(
+        return run<void(error_code)>(
             std::forward<Token>(token),
             [consumer_tag](auto& s, auto done) { s.cancel(consumer_tag, std::move(done)); });
     }
@@ -186,8 +187,8 @@ public:
     /// unacknowledged deliveries are requeued by the broker. Idempotent.
     template <class Token>
     auto async_close(Token&& token) {
-        return run<void(std::error_code)>(std::forward<Token>(token),
-                                          [](auto& s, auto done) { s.close(std::move(done)); });
+        return run<void(error_code)>(std::forward<Token>(token),
+                                     [](auto& s, auto done) { s.close(std::move(done)); });
     }
 
     /// Whether the transport is connected to the broker now: its connection is open and its
@@ -205,7 +206,7 @@ public:
 private:
     template <class Token>
     auto settle(const delivery& d, letterbox::detail::settlement how, bool requeue, Token&& token) {
-        return run<void(std::error_code)>(
+        return run<void(error_code)>(
             std::forward<Token>(token),
             [ch = d.channel, tag = d.delivery_tag, how, requeue](auto& s, auto done) {
                 s.settle(ch, tag, how, requeue, std::move(done));

@@ -4,6 +4,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
@@ -24,19 +25,19 @@ namespace detail {
 // Completion handlers used to probe asynchronous operations in the concept. Any Asio
 // completion token works with a model; the concept checks the plain-callback form.
 struct error_completion {
-    void operator()(std::error_code) const {}
+    void operator()(error_code) const {}
 };
 struct consume_completion {
-    void operator()(std::error_code, std::string) const {}
+    void operator()(error_code, std::string) const {}
 };
 struct delivery_sink {
     void operator()(delivery) const {}
 };
 struct get_completion {
-    void operator()(std::error_code, std::optional<delivery>) const {}
+    void operator()(error_code, std::optional<delivery>) const {}
 };
 struct depth_completion {
-    void operator()(std::error_code, std::uint32_t) const {}
+    void operator()(error_code, std::uint32_t) const {}
 };
 } // namespace detail
 
@@ -83,10 +84,10 @@ concept acknowledger = requires(T& t, const delivery& d, bool requeue) {
 /// 1. `T::transport_concept` names `transport_tag` (opt-in);
 /// 2. `T::executor_type`, and `t.get_executor()`;
 /// 3. `t.async_declare(exchange|queue, tok)` and `t.async_bind(binding, tok)` complete with
-///    `void(std::error_code)`;
-/// 4. `t.async_publish(msg, tok)` completes with `void(std::error_code)`;
+///    `void(error_code)`;
+/// 4. `t.async_publish(msg, tok)` completes with `void(error_code)`;
 /// 5. `t.async_consume(options, on_delivery, tok)` completes with
-///    `void(std::error_code, std::string consumer_tag)`; `on_delivery(delivery)` is then
+///    `void(error_code, std::string consumer_tag)`; `on_delivery(delivery)` is then
 ///    called for each delivery; `t.async_cancel(tag, tok)` stops it;
 /// 6. `t.async_ack(d, tok)`, `t.async_nack(d, requeue, tok)`, `t.async_reject(d, requeue, tok)`;
 /// 7. `t.async_close(tok)`.
@@ -143,9 +144,9 @@ concept queue_depth_reader = requires(T& t, const std::string& queue) {
 /// Requirements, for `t` of type `T&` and `queue` a `const std::string&`, on top of those of
 /// `transport` (same completion-token and executor rules):
 /// 1. `t.async_get(queue, tok)` completes with
-///    `void(std::error_code, std::optional<delivery>)`;
+///    `void(error_code, std::optional<delivery>)`;
 /// 2. `t.async_queue_depth(queue, tok)` completes with
-///    `void(std::error_code, std::uint32_t ready)`.
+///    `void(error_code, std::uint32_t ready)`.
 ///
 /// Semantics (what the syntax cannot say):
 /// - **A get is a delivery with manual acknowledgement.** `async_get` takes the message at

@@ -34,11 +34,11 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 /// was held has gone back to the queue (by the nack, or because the channel that held it
 /// closed).
 ///
-/// - `async_browse(filter, page, tok)`: `void(std::error_code, std::vector<dead_letter_entry>)`,
+/// - `async_browse(filter, page, tok)`: `void(error_code, std::vector<dead_letter_entry>)`,
 ///   the matching entries in queue order, `page.offset` matches skipped and at most
 ///   `page.limit` returned. It stops fetching once the page is full: `page.limit` entries, or
 ///   bodies adding up to `page.max_bytes` or more.
-/// - `async_replay(filter, tok)`: `void(std::error_code, replay_result)`. Each matching message
+/// - `async_replay(filter, tok)`: `void(error_code, replay_result)`. Each matching message
 ///   in turn is republished to its original exchange and routing key with the same message id
 ///   and its failure bookkeeping reset (see docs/dead-letter-operations.md), and only once that
 ///   publish is confirmed and routed is the dead-lettered original acknowledged (removed). A
@@ -48,12 +48,12 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::dlq {
 ///   and never more than one copy in doubt. Interrupted at any point, a replay loses nothing:
 ///   at worst a message is both republished and still in the queue (a duplicate, which the
 ///   consumer's inbox absorbs). To replay chosen messages, set `filter.ids`.
-/// - `async_purge(filter, tok)`: `void(std::error_code, std::size_t removed)`: acknowledges the
+/// - `async_purge(filter, tok)`: `void(error_code, std::size_t removed)`: acknowledges the
 ///   matching messages (they are gone for good) and gives back the others.
-/// - `async_export(filter, out, tok)`: `void(std::error_code, std::size_t written)`: writes
+/// - `async_export(filter, out, tok)`: `void(error_code, std::size_t written)`: writes
 ///   one JSON object per matching message and line (`dead_letter_entry::to_json`) and removes
 ///   nothing. A failing stream completes with `std::errc::io_error`.
-/// - `async_depth(tok)`: `void(std::error_code, std::uint32_t ready)`.
+/// - `async_depth(tok)`: `void(error_code, std::uint32_t ready)`.
 ///
 /// Run one scan at a time per queue: a concurrent scan, or a consumer on the dead-letter
 /// queue, sees the messages another scan holds as missing.

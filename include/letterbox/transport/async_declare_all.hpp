@@ -4,6 +4,7 @@
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/detail/async_op.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/topology/queue.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
@@ -17,7 +18,7 @@
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
 /// Declares `queues` one after the other on `t` and completes with
-/// `void(std::error_code)`: the first failure (nothing after it is declared), or success.
+/// `void(error_code)`: the first failure (nothing after it is declared), or success.
 /// Declaring is idempotent, so it is safe on every start (see `retry_topology::queues`).
 ///
 /// Cancellation (the token's cancellation slot): `terminal` and `partial`; the declaration
@@ -25,7 +26,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 /// idempotent), and the operation completes with `std::errc::operation_canceled`.
 template <transport Transport, class Token>
 auto async_declare_all(Transport& t, std::vector<queue> queues, Token&& token) {
-    using signature = void(std::error_code);
+    using signature = void(error_code);
     struct state {
         Transport* t;
         std::vector<queue> qs;

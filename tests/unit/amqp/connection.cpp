@@ -72,7 +72,7 @@ TEST_CASE("connection: a connect cancelled during the handshake aborts it, and i
         REQUIRE(c.run_until([&] { return result.has_value(); }));
         return *result;
     };
-    const std::error_code canceled = std::make_error_code(std::errc::operation_canceled);
+    const std::error_condition canceled = std::errc::operation_canceled;
     CHECK(cancelled_at_once([&](auto tok) { c.conn.async_info(tok); }) == canceled);
     CHECK(cancelled_at_once([&](auto tok) { c.conn.async_wait_closed(tok); }) == canceled);
     CHECK(cancelled_at_once([&](auto tok) { c.conn.async_close(tok); }) == canceled);

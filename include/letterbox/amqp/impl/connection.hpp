@@ -6,6 +6,7 @@
 #include <letterbox/amqp/connection.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/detail/async_op.hpp>
+#include <letterbox/error_code.hpp>
 
 #include <boost/asio/dispatch.hpp>
 
@@ -33,7 +34,7 @@ auto connection::run(Token&& token, Op op) {
 
 template <class Token>
 auto connection::async_connect(const url& u, Token&& token) {
-    return run<void(std::error_code)>(
+    return run<void(error_code)>(
         std::forward<Token>(token), [u](detail::connection_core& c, auto done) {
             // A connection half made is no use to anyone: cancelling aborts it.
             done.on_cancel([c = c.shared_from_this()](auto cancelled) {
@@ -46,21 +47,21 @@ auto connection::async_connect(const url& u, Token&& token) {
 
 template <class Token>
 auto connection::async_close(Token&& token) {
-    return run<void(std::error_code)>(
+    return run<void(error_code)>(
         std::forward<Token>(token),
         [](detail::connection_core& c, auto done) { c.close(std::move(done)); });
 }
 
 template <class Token>
 auto connection::async_wait_closed(Token&& token) {
-    return run<void(std::error_code)>(
+    return run<void(error_code)>(
         std::forward<Token>(token),
         [](detail::connection_core& c, auto done) { c.wait_closed(std::move(done)); });
 }
 
 template <class Token>
 auto connection::async_info(Token&& token) {
-    return run<void(std::error_code, info)>(
+    return run<void(error_code, info)>(
         std::forward<Token>(token), [](detail::connection_core& c, auto done) {
             if (!c.is_open())
                 return done(make_error_code(errc::connection_closed), info{});

@@ -6,6 +6,7 @@
 #include <letterbox/amqp/transport.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/detail/async_op.hpp>
+#include <letterbox/error_code.hpp>
 
 #include <memory>
 #include <string>
@@ -29,7 +30,7 @@ auto transport::run(Token&& token, Op op) {
 template <class Token>
 auto transport::async_consume(const consume_options& o, std::function<void(delivery)> on_delivery,
                               Token&& token) {
-    using signature = void(std::error_code, std::string);
+    using signature = void(error_code, std::string);
     return run<signature>(
         std::forward<Token>(token),
         [o, cb = std::move(on_delivery)](detail::transport_state& s,

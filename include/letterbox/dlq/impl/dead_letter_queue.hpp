@@ -6,6 +6,7 @@
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/dlq/detail/scan.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/error_code.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
 
@@ -73,7 +74,7 @@ auto dead_letter_queue<Transport>::get_executor() const -> executor_type {
 template <queue_reader Transport>
 template <class Token>
 auto dead_letter_queue<Transport>::async_browse(dead_letter_filter filter, page p, Token&& token) {
-    return detail::launch_scan<void(std::error_code, std::vector<dead_letter_entry>)>(
+    return detail::launch_scan<void(error_code, std::vector<dead_letter_entry>)>(
         transport_, queue_, options_, detail::scan_kind::browse, std::move(filter), p, nullptr,
         std::forward<Token>(token),
         [](typename detail::scan<Transport>::outcome& r) { return std::move(r.entries); });
@@ -82,7 +83,7 @@ auto dead_letter_queue<Transport>::async_browse(dead_letter_filter filter, page 
 template <queue_reader Transport>
 template <class Token>
 auto dead_letter_queue<Transport>::async_replay(dead_letter_filter filter, Token&& token) {
-    return detail::launch_scan<void(std::error_code, replay_result)>(
+    return detail::launch_scan<void(error_code, replay_result)>(
         transport_, queue_, options_, detail::scan_kind::replay, std::move(filter), page{}, nullptr,
         std::forward<Token>(token),
         [](typename detail::scan<Transport>::outcome& r) { return std::move(r.replay); });
@@ -91,7 +92,7 @@ auto dead_letter_queue<Transport>::async_replay(dead_letter_filter filter, Token
 template <queue_reader Transport>
 template <class Token>
 auto dead_letter_queue<Transport>::async_purge(dead_letter_filter filter, Token&& token) {
-    return detail::launch_scan<void(std::error_code, std::size_t)>(
+    return detail::launch_scan<void(error_code, std::size_t)>(
         transport_, queue_, options_, detail::scan_kind::purge, std::move(filter), page{}, nullptr,
         std::forward<Token>(token),
         [](typename detail::scan<Transport>::outcome& r) { return r.count; });
@@ -101,7 +102,7 @@ template <queue_reader Transport>
 template <class Token>
 auto dead_letter_queue<Transport>::async_export(dead_letter_filter filter, std::ostream& out,
                                                 Token&& token) {
-    return detail::launch_scan<void(std::error_code, std::size_t)>(
+    return detail::launch_scan<void(error_code, std::size_t)>(
         transport_, queue_, options_, detail::scan_kind::export_lines, std::move(filter), page{},
         &out, std::forward<Token>(token),
         [](typename detail::scan<Transport>::outcome& r) { return r.count; });

@@ -5,6 +5,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
@@ -53,44 +54,43 @@ struct transport_archetype {
 
     template <class Token>
     auto async_declare(const topology::exchange&, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_declare(const topology::queue&, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_bind(const topology::binding&, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_publish(const message&, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_consume(const consume_options&, std::function<void(delivery)>, Token&& token) {
-        return detail::never_complete<void(std::error_code, std::string)>(
-            std::forward<Token>(token));
+        return detail::never_complete<void(error_code, std::string)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_cancel(const std::string&, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_ack(const delivery&, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_nack(const delivery&, bool, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_reject(const delivery&, bool, Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
     template <class Token>
     auto async_close(Token&& token) {
-        return detail::never_complete<void(std::error_code)>(std::forward<Token>(token));
+        return detail::never_complete<void(error_code)>(std::forward<Token>(token));
     }
 };
 //]
@@ -101,13 +101,12 @@ struct transport_archetype {
 struct queue_reader_archetype : transport_archetype {
     template <class Token>
     auto async_get(const std::string&, Token&& token) {
-        return detail::never_complete<void(std::error_code, std::optional<delivery>)>(
+        return detail::never_complete<void(error_code, std::optional<delivery>)>(
             std::forward<Token>(token));
     }
     template <class Token>
     auto async_queue_depth(const std::string&, Token&& token) {
-        return detail::never_complete<void(std::error_code, std::uint32_t)>(
-            std::forward<Token>(token));
+        return detail::never_complete<void(error_code, std::uint32_t)>(std::forward<Token>(token));
     }
 };
 //]

@@ -5,6 +5,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/detail/async_op.hpp>
 #include <letterbox/detail/unique_function.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/steady_clock.hpp>
 #include <letterbox/transport/in_memory/broker_counters.hpp>
@@ -151,7 +152,7 @@ public:
             waiter();
     }
 
-    /// Completes with `void(std::error_code)` once the broker is up: at once (posted) when it
+    /// Completes with `void(error_code)` once the broker is up: at once (posted) when it
     /// is, otherwise when `come_back` is called. The completion runs on the token's associated
     /// executor, by default the broker's. A wait pending when the broker is destroyed never
     /// completes (its handler is destroyed). A RabbitMQ client instead retries its connection
@@ -163,10 +164,10 @@ public:
     template <class Token>
     auto async_wait_up(Token&& token) {
         // Untracked: the program ends the outage, not the executor.
-        return letterbox::detail::async_start<void(std::error_code),
+        return letterbox::detail::async_start<void(error_code),
                                               letterbox::detail::outstanding_work::untracked>(
             std::forward<Token>(token), ex_,
-            [s = state_](letterbox::detail::async_op<void(std::error_code)> op) {
+            [s = state_](letterbox::detail::async_op<void(error_code)> op) {
                 if (!s->is_down())
                     return op(std::error_code{});
                 op.on_cancel([](auto cancelled) { cancelled.cancelled(); },

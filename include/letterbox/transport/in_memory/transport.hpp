@@ -8,6 +8,7 @@
 #include <letterbox/detail/async_op.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
@@ -88,20 +89,19 @@ public:
     /// (`broker::generate_message_id`); `m` itself is not changed.
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
-        return start<void(std::error_code)>(
-            std::forward<Token>(token), [m](auto& s, auto op) mutable {
-                // The message is the broker's once this runs: a cancelled wait for its confirm
-                // cannot say whether it was routed.
-                op.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
-                s.publish(std::move(m), op);
-            });
+        return start<void(error_code)>(std::forward<Token>(token), [m](auto& s, auto op) mutable {
+            // The message is the broker's once this runs: a cancelled wait for its confirm
+            // cannot say whether it was routed.
+            op.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
+            s.publish(std::move(m), op);
+        });
     }
 
     /// Starts a consumer; completes with its tag. `on_delivery` runs for each delivery.
     template <class Token>
     auto async_consume(const consume_options& o, std::function<void(delivery)> on_delivery,
                        Token&& token) {
-        return start<void(std::error_code, std::string)>(
+        return start<void(error_code, std::string)>(
             std::forward<Token>(token), [o, cb = std::move(on_delivery)](auto& s, auto op) mutable {
                 std::error_code ec;
                 auto sub = s.consume(o, std::move(cb), ec);
@@ -120,24 +120,24 @@ public:
     /// `std::nullopt` when no message is ready; `errc::not_found` when the queue is missing.
     template <class Token>
     auto async_get(const std::string& queue, Token&& token) {
-        return start<void(std::error_code, std::optional<delivery>)>(std::forward<Token>(token),
-                                                                     [queue](auto& s, auto op) {
-                                                                         std::error_code ec;
-                                                                         auto d = s.get(queue, ec);
-                                                                         op(ec, std::move(d));
-                                                                     });
+        return start<void(error_code, std::optional<delivery>)>(std::forward<Token>(token),
+                                                                [queue](auto& s, auto op) {
+                                                                    std::error_code ec;
+                                                                    auto d = s.get(queue, ec);
+                                                                    op(ec, std::move(d));
+                                                                });
     }
 
     /// The number of ready messages in `queue` (a passive `queue.declare`); `errc::not_found`
     /// when the queue is missing.
     template <class Token>
     auto async_queue_depth(const std::string& queue, Token&& token) {
-        return start<void(std::error_code, std::uint32_t)>(
-            std::forward<Token>(token), [queue](auto& s, auto op) {
-                std::error_code ec;
-                const auto ready = s.depth(queue, ec);
-                op(ec, ready);
-            });
+        return start<void(error_code, std::uint32_t)>(std::forward<Token>(token),
+                                                      [queue](auto& s, auto op) {
+                                                          std::error_code ec;
+                                                          const auto ready = s.depth(queue, ec);
+                                                          op(ec, ready);
+                                                      });
     }
 
     template <class Token>
@@ -201,7 +201,7 @@ private:
     // An operation that completes as soon as it ran: `op(state)` returns its error code.
     template <class Token, class Op>
     auto run(Token&& token, Op op) {
-        return start<void(std::error_code)>(
+        return start<void(error_code)>(
             std::forward<Token>(token),
             [op = std::move(op)](auto& s, auto done) mutable { done(op(s)); });
     }

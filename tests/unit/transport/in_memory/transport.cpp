@@ -15,6 +15,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <chrono>
 #include <functional>
@@ -138,10 +139,20 @@ TEST_CASE("use_future and deferred completion tokens work", "[transport][in_memo
     REQUIRE_FALSE(declare_queue(w, t, "q"));
 
     SECTION("use_future") {
-        std::future<std::error_code> f = t.async_publish(message_to("q"), boost::asio::use_future);
+        std::future<void> f = t.async_publish(message_to("q"), boost::asio::use_future);
         REQUIRE(w.run_until([&] { return f.wait_for(0s) == std::future_status::ready; }));
-        CHECK_FALSE(f.get());
+        CHECK_NOTHROW(f.get());
         CHECK(w.broker.queue("q")->ready == 1);
+    }
+    SECTION("use_future throws the failure as boost::system::system_error") {
+        std::future<void> f = t.async_publish(message_to("nowhere"), boost::asio::use_future);
+        REQUIRE(w.run_until([&] { return f.wait_for(0s) == std::future_status::ready; }));
+        try {
+            f.get();
+            FAIL("a publish that no queue takes must fail");
+        } catch (const boost::system::system_error& e) {
+            CHECK(e.code() == letterbox::errc::no_route);
+        }
     }
     SECTION("deferred") {
         auto publish = t.async_publish(message_to("q"), boost::asio::deferred);
