@@ -3,6 +3,9 @@
 
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
+#include <letterbox/concepts/detail/check_clock.hpp>
+#include <letterbox/concepts/detail/check_handler.hpp>
+#include <letterbox/concepts/detail/check_transport.hpp>
 #include <letterbox/concepts/handler.hpp>
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/config.hpp>
@@ -107,9 +110,13 @@ struct consumer_stats {
 ///
 ///     letterbox::consumer c(transport, pipeline, clock, {.consume = {.queue = "enrollments"}});
 ///     co_await c.async_start(asio::use_awaitable);
-template <transport Transport, class Handler, clock Clock = steady_clock>
-    requires handler<Handler> || delivery_handler<Handler>
+template <class Transport, class Handler, class Clock = steady_clock>
 class consumer {
+    // Each requirement on its own, with a message that names what is missing (issue 18).
+    static_assert(detail::check_transport<Transport>());
+    static_assert(detail::check_handler<Handler>());
+    static_assert(detail::check_clock<Clock>());
+
 public:
     /// A consumer whose in-process retry delays run on the system's steady clock.
     consumer(Transport& transport, Handler h,
@@ -119,12 +126,12 @@ public:
     consumer(Transport& transport, Handler h, Clock& clock, consumer_options options = {})
         : state_(std::make_shared<state>(transport, std::move(h), &clock, std::move(options))) {}
 
-    /// Starts consuming; completes with `void(std::error_code, std::string consumer_tag)`.
+    /// Starts consuming; completes with `void(error_code, std::string consumer_tag)`.
     template <class Token>
     auto async_start(Token&& token);
 
     /// Cancels the consumer with `tag` (from `async_start`); deliveries already received are
-    /// still handled and settled. Completes with `void(std::error_code)`.
+    /// still handled and settled. Completes with `void(error_code)`.
     template <class Token>
     auto async_stop(const std::string& tag, Token&& token);
 
@@ -143,7 +150,7 @@ private:
     std::shared_ptr<state> state_;
 };
 
-template <transport Transport, class Handler, clock Clock>
+template <class Transport, class Handler, class Clock>
 consumer(Transport&, Handler, Clock&, consumer_options = {}) -> consumer<Transport, Handler, Clock>;
 
 } // namespace letterbox

@@ -25,15 +25,13 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
-template <transport Transport, class Handler, clock Clock>
-    requires handler<Handler> || delivery_handler<Handler>
+template <class Transport, class Handler, class Clock>
 struct consumer<Transport, Handler, Clock>::counters {
     std::atomic<std::uint64_t> delivered{0}, acked{0}, failed{0}, retried{0}, redelivered{0},
         dead_lettered{0}, forward_failed{0};
 };
 
-template <transport Transport, class Handler, clock Clock>
-    requires handler<Handler> || delivery_handler<Handler>
+template <class Transport, class Handler, class Clock>
 struct consumer<Transport, Handler, Clock>::state {
     state(Transport& t, Handler h, Clock* c, consumer_options o)
         : transport(&t)
@@ -196,8 +194,7 @@ struct consumer<Transport, Handler, Clock>::state {
     counters counts;
 };
 
-template <transport Transport, class Handler, clock Clock>
-    requires handler<Handler> || delivery_handler<Handler>
+template <class Transport, class Handler, class Clock>
 template <class Token>
 auto consumer<Transport, Handler, Clock>::async_start(Token&& token) {
     std::weak_ptr<state> weak = state_;
@@ -210,17 +207,14 @@ auto consumer<Transport, Handler, Clock>::async_start(Token&& token) {
         std::forward<Token>(token));
 }
 
-template <transport Transport, class Handler, clock Clock>
-    requires handler<Handler> || delivery_handler<Handler>
+template <class Transport, class Handler, class Clock>
 template <class Token>
 auto consumer<Transport, Handler, Clock>::async_stop(const std::string& tag, Token&& token) {
     return state_->transport->async_cancel(tag, std::forward<Token>(token));
 }
 
-template <transport Transport, class Handler, clock Clock>
-    requires handler<Handler> || delivery_handler<Handler>
-        consumer_stats consumer<Transport, Handler, Clock>::stats()
-const noexcept {
+template <class Transport, class Handler, class Clock>
+consumer_stats consumer<Transport, Handler, Clock>::stats() const noexcept {
     const auto& c = state_->counts;
     auto get = [](const std::atomic<std::uint64_t>& a) {
         return a.load(std::memory_order_relaxed);

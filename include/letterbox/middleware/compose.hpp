@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/concepts/detail/check_handler.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/detail/saturating.hpp>
@@ -124,6 +125,7 @@ void check_retention(H& h, const L&... layers) {
 /// `compose_in_order`.
 template <class H, layer... L>
 auto compose(H h, L... layers) {
+    static_assert(letterbox::detail::check_handler<H>());
     static_assert(detail::stages_unique<L...>(), "compose: each middleware stage at most once");
     detail::check_retention(h, layers...);
     const std::tuple<L...> all(std::move(layers)...);
@@ -147,6 +149,7 @@ auto wrap_in_order(H h, const First& outer, const Rest&... rest) {
 /// still applies.
 template <class H, layer... L>
 auto compose_in_order(H h, L... layers) {
+    static_assert(letterbox::detail::check_handler<H>());
     detail::check_retention(h, layers...);
     return detail::wrap_in_order(std::move(h), layers...);
 }

@@ -9,6 +9,7 @@
 #include <letterbox/failpoint.hpp>
 #include <letterbox/idempotency_key.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/middleware/detail/check_idempotent.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -64,8 +65,11 @@ struct idempotent_stats {
 /// The handler that `idempotent(...)` returns: for each message, in one unit of work, it
 /// records (consumer id, idempotency key) in the inbox, runs the effect with the unit, and
 /// commits. See `idempotent` for the contract. Copies share their statistics.
-template <inbox_store Inbox, class Begin, class Effect, clock Clock>
+template <class Inbox, class Begin, class Effect, class Clock>
 class idempotent_handler {
+    // Each requirement on its own, with a message that names what is missing (issue 18).
+    static_assert(detail::check_idempotent<Inbox, Begin, Effect, Clock>());
+
 public:
     using unit_of_work_type = typename Inbox::unit_of_work_type;
 
@@ -323,13 +327,9 @@ private:
 ///
 /// Check what `outbox.add` returns: a refused add (`payload_malformed`, ...) leaves the unit
 /// usable, so an effect that ignored it would commit without its outgoing event.
-template <inbox_store Inbox, class Begin, class Effect, clock Clock>
-    requires std::same_as < std::invoke_result_t<Begin&>,
-typename Inbox::unit_of_work_type >
-    &&transactional_effect<Effect, typename Inbox::unit_of_work_type>
-        idempotent_handler<Inbox, Begin, Effect, Clock>
-        idempotent(Effect effect, Inbox& inbox, Begin begin, std::string consumer_id,
-                   Clock& clock) {
+template <class Inbox, class Begin, class Effect, class Clock>
+idempotent_handler<Inbox, Begin, Effect, Clock> idempotent(Effect effect, Inbox& inbox, Begin begin,
+                                                           std::string consumer_id, Clock& clock) {
     return {std::move(effect), inbox, std::move(begin), std::move(consumer_id), clock};
 }
 

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <letterbox/concepts/clock.hpp>
+#include <letterbox/concepts/detail/check_clock.hpp>
+#include <letterbox/concepts/detail/check_outbox_store.hpp>
+#include <letterbox/concepts/detail/check_transport.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/config.hpp>
@@ -101,8 +104,13 @@ class relay_engine;
 ///     return uow.commit();
 ///     // At shutdown:
 ///     relay.stop();
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 class outbox_relay {
+    // Each requirement on its own, with a message that names what is missing (issue 18).
+    static_assert(detail::check_outbox_store<OutboxStore>());
+    static_assert(detail::check_transport<Transport>());
+    static_assert(detail::check_clock<Clock>());
+
 public:
     /// The transport's executor, on which the relay runs.
     using executor_type = boost::asio::any_io_executor;
@@ -124,7 +132,7 @@ public:
     /// The lease owner this relay writes into the rows it claims.
     const std::string& owner() const noexcept;
 
-    /// Runs the relay until it stops; completes with `void(std::error_code)` on the token's
+    /// Runs the relay until it stops; completes with `void(error_code)` on the token's
     /// associated executor (by default the relay's):
     /// - success after `stop()` (also when `stop()` came before `async_run`);
     /// - `errc::internal_error` when a `relay_options::failpoint` hook halted it;

@@ -5,6 +5,7 @@
 // detail::relay_engine (letterbox/outbox/detail/relay_engine.hpp).
 
 #include <letterbox/config.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 
 #include <letterbox/detail/async_op.hpp>
@@ -19,7 +20,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 outbox_relay<OutboxStore, Transport, Clock>::outbox_relay(OutboxStore& store, Transport& transport,
                                                           Clock& clock, relay_options options) {
     detail::check_relay_options(options);
@@ -27,25 +28,25 @@ outbox_relay<OutboxStore, Transport, Clock>::outbox_relay(OutboxStore& store, Tr
         store, transport, clock, std::move(options));
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 outbox_relay<OutboxStore, Transport, Clock>::~outbox_relay() {
     engine_->abort();
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 auto outbox_relay<OutboxStore, Transport, Clock>::get_executor() const noexcept -> executor_type {
     return engine_->executor();
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 const std::string& outbox_relay<OutboxStore, Transport, Clock>::owner() const noexcept {
     return engine_->owner();
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 template <class Token>
 auto outbox_relay<OutboxStore, Transport, Clock>::async_run(Token&& token) {
-    using signature = void(std::error_code);
+    using signature = void(error_code);
     return detail::async_start<signature, detail::outstanding_work::untracked>(
         std::forward<Token>(token), engine_->executor(),
         [weak = std::weak_ptr(engine_)](detail::async_op<signature> op) {
@@ -60,22 +61,22 @@ auto outbox_relay<OutboxStore, Transport, Clock>::async_run(Token&& token) {
         });
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 void outbox_relay<OutboxStore, Transport, Clock>::wake() {
     engine_->post_wake();
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 std::function<void()> outbox_relay<OutboxStore, Transport, Clock>::waker() const {
     return engine_->waker();
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 void outbox_relay<OutboxStore, Transport, Clock>::stop() {
     engine_->post_stop();
 }
 
-template <outbox_store OutboxStore, transport Transport, clock Clock>
+template <class OutboxStore, class Transport, class Clock>
 relay_counters outbox_relay<OutboxStore, Transport, Clock>::counters() const noexcept {
     return engine_->counters();
 }
