@@ -3,6 +3,7 @@
 
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/in_memory_store_operation.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/message.hpp>
@@ -105,37 +106,27 @@ inline std::error_code in_memory_inbox_store::try_record(in_memory_unit_of_work&
 
 inline bool in_memory_inbox_store::contains(std::string_view consumer_id, const message_id& id,
                                             std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    ec = core_.faults.next();
-    if (ec)
-        return false;
-    return records_.contains(key_type{std::string(consumer_id), id});
+    return detail::in_memory_store_operation(core_, ec, [&] {
+        return records_.contains(key_type{std::string(consumer_id), id});
+    });
 }
 
 inline std::size_t in_memory_inbox_store::purge(store_time older_than, std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    ec = core_.faults.next();
-    if (ec)
-        return 0;
-    return std::erase_if(records_, [&](const auto& r) { return r.second < older_than; });
+    return detail::in_memory_store_operation(core_, ec, [&] {
+        return std::erase_if(records_, [&](const auto& r) { return r.second < older_than; });
+    });
 }
 
 inline std::size_t in_memory_inbox_store::size(std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    ec = core_.faults.next();
-    if (ec)
-        return 0;
-    return records_.size();
+    return detail::in_memory_store_operation(core_, ec, [&] { return records_.size(); });
 }
 
 inline void in_memory_inbox_store::fail_nth(std::size_t n, std::error_code ec) {
-    std::lock_guard lock(core_.mutex);
-    core_.faults.fail_nth(n, ec);
+    detail::in_memory_store_fail_nth(core_, n, ec);
 }
 
 inline std::size_t in_memory_inbox_store::operation_count() {
-    std::lock_guard lock(core_.mutex);
-    return core_.faults.count();
+    return detail::in_memory_store_operation_count(core_);
 }
 
 } // namespace letterbox

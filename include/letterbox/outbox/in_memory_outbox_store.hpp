@@ -124,6 +124,11 @@ private:
     /// null), or else `leased_row`.
     outbox_record* leased_row_unless_faulted(const message_id& id, std::string_view owner,
                                              std::error_code& ec);
+    /// For `park` and `unpark`, one counted operation under the lock: unless faulted, applies
+    /// `change` to the row `id` if `may_change(its status)`; else `errc::record_not_found` or
+    /// `errc::invalid_state`, with no effect.
+    template <class MayChange, class Change>
+    std::error_code change_row(const message_id& id, MayChange may_change, Change change);
     /// Marks a leased `row` published at `now` and drops its lease.
     static void publish(outbox_record& row, store_time now);
 

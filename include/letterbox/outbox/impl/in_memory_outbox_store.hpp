@@ -4,6 +4,7 @@
 // Definitions of letterbox/outbox/in_memory_outbox_store.hpp; included at its end.
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/in_memory_store_operation.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/payload.hpp>
 
@@ -66,33 +67,31 @@ LETTERBOX_DECL std::error_code in_memory_outbox_store::add(in_memory_unit_of_wor
 LETTERBOX_DECL std::vector<outbox_record>
 in_memory_outbox_store::claim(std::string_view owner, std::size_t max_rows,
                               store_time::duration lease, store_time now, std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    std::vector<outbox_record> batch;
-    ec = core_.faults.next();
-    if (ec)
+    return detail::in_memory_store_operation(core_, ec, [&] {
+        std::vector<outbox_record> batch;
+        if (owner.empty()) {
+            ec = errc::precondition_failed;
+            return batch;
+        }
+        // Aggregates whose earliest unpublished row has been seen: later rows of theirs wait.
+        std::set<std::pair<std::string_view, std::string_view>> blocked;
+        for (auto& [seq, row] : rows_) {
+            if (batch.size() >= max_rows)
+                break;
+            if (row.status == outbox_status::published)
+                continue;
+            if (!row.aggregate_id.empty() &&
+                !blocked.emplace(row.aggregate_type, row.aggregate_id).second)
+                continue;
+            const bool leased = !row.lease_owner.empty() && now < row.lease_expires_at;
+            if (row.status != outbox_status::pending || leased || row.next_attempt_at > now)
+                continue;
+            row.lease_owner = owner;
+            row.lease_expires_at = now + lease;
+            batch.push_back(row);
+        }
         return batch;
-    if (owner.empty()) {
-        ec = errc::precondition_failed;
-        return batch;
-    }
-    // Aggregates whose earliest unpublished row has been seen: later rows of theirs wait.
-    std::set<std::pair<std::string_view, std::string_view>> blocked;
-    for (auto& [seq, row] : rows_) {
-        if (batch.size() >= max_rows)
-            break;
-        if (row.status == outbox_status::published)
-            continue;
-        if (!row.aggregate_id.empty() &&
-            !blocked.emplace(row.aggregate_type, row.aggregate_id).second)
-            continue;
-        const bool leased = !row.lease_owner.empty() && now < row.lease_expires_at;
-        if (row.status != outbox_status::pending || leased || row.next_attempt_at > now)
-            continue;
-        row.lease_owner = owner;
-        row.lease_expires_at = now + lease;
-        batch.push_back(row);
-    }
-    return batch;
+    });
 }
 
 LETTERBOX_DECL outbox_record* in_memory_outbox_store::leased_row(const message_id& id,
@@ -172,140 +171,133 @@ in_memory_outbox_store::record_failure(const message_id& id, std::string_view ow
     return {};
 }
 
-LETTERBOX_DECL std::error_code in_memory_outbox_store::park(const message_id& id,
-                                                            std::string_view reason) {
+template <class MayChange, class Change>
+std::error_code in_memory_outbox_store::change_row(const message_id& id, MayChange may_change,
+                                                   Change change) {
     std::lock_guard lock(core_.mutex);
     if (auto ec = core_.faults.next())
         return ec;
     auto* row = find_row(id);
     if (!row)
         return errc::record_not_found;
-    if (row->status == outbox_status::published)
+    if (!may_change(row->status))
         return errc::invalid_state;
-    row->status = outbox_status::parked;
-    row->last_error = reason;
-    row->lease_owner.clear();
-    row->lease_expires_at = {};
+    change(*row);
     return {};
+}
+
+LETTERBOX_DECL std::error_code in_memory_outbox_store::park(const message_id& id,
+                                                            std::string_view reason) {
+    return change_row(
+        id, [](outbox_status status) { return status != outbox_status::published; },
+        [&](outbox_record& row) {
+            row.status = outbox_status::parked;
+            row.last_error = reason;
+            row.lease_owner.clear();
+            row.lease_expires_at = {};
+        });
 }
 
 LETTERBOX_DECL std::error_code in_memory_outbox_store::unpark(const message_id& id,
                                                               store_time now) {
-    std::lock_guard lock(core_.mutex);
-    if (auto ec = core_.faults.next())
-        return ec;
-    auto* row = find_row(id);
-    if (!row)
-        return errc::record_not_found;
-    if (row->status != outbox_status::parked)
-        return errc::invalid_state;
-    row->status = outbox_status::pending;
-    row->attempts = 0;
-    row->next_attempt_at = now;
-    return {};
+    return change_row(
+        id, [](outbox_status status) { return status == outbox_status::parked; },
+        [&](outbox_record& row) {
+            row.status = outbox_status::pending;
+            row.attempts = 0;
+            row.next_attempt_at = now;
+        });
 }
 
 LETTERBOX_DECL std::size_t in_memory_outbox_store::release_expired_leases(store_time now,
                                                                           std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    ec = core_.faults.next();
-    if (ec)
-        return 0;
-    std::size_t released = 0;
-    for (auto& [seq, row] : rows_) {
-        if (!row.lease_owner.empty() && row.lease_expires_at <= now) {
-            row.lease_owner.clear();
-            row.lease_expires_at = {};
-            ++released;
+    return detail::in_memory_store_operation(core_, ec, [&] {
+        std::size_t released = 0;
+        for (auto& [seq, row] : rows_) {
+            if (!row.lease_owner.empty() && row.lease_expires_at <= now) {
+                row.lease_owner.clear();
+                row.lease_expires_at = {};
+                ++released;
+            }
         }
-    }
-    return released;
+        return released;
+    });
 }
 
 LETTERBOX_DECL std::size_t in_memory_outbox_store::purge_published(store_time older_than,
                                                                    std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    ec = core_.faults.next();
-    if (ec)
-        return 0;
-    std::size_t purged = 0;
-    for (auto it = rows_.begin(); it != rows_.end();) {
-        const auto& row = it->second;
-        if (row.status == outbox_status::published && row.published_at &&
-            *row.published_at < older_than) {
-            by_id_.erase(row.msg.id);
-            it = rows_.erase(it);
-            ++purged;
-        } else {
-            ++it;
+    return detail::in_memory_store_operation(core_, ec, [&] {
+        std::size_t purged = 0;
+        for (auto it = rows_.begin(); it != rows_.end();) {
+            const auto& row = it->second;
+            if (row.status == outbox_status::published && row.published_at &&
+                *row.published_at < older_than) {
+                by_id_.erase(row.msg.id);
+                it = rows_.erase(it);
+                ++purged;
+            } else {
+                ++it;
+            }
         }
-    }
-    return purged;
+        return purged;
+    });
 }
 
 LETTERBOX_DECL std::optional<outbox_record> in_memory_outbox_store::find(const message_id& id,
                                                                          std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    ec = core_.faults.next();
-    if (ec)
+    return detail::in_memory_store_operation(core_, ec, [&]() -> std::optional<outbox_record> {
+        if (const auto* row = find_row(id))
+            return *row;
         return std::nullopt;
-    if (const auto* row = find_row(id))
-        return *row;
-    return std::nullopt;
+    });
 }
 
 LETTERBOX_DECL std::vector<outbox_record> in_memory_outbox_store::list(const outbox_query& query,
                                                                        std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    std::vector<outbox_record> rows;
-    ec = core_.faults.next();
-    if (ec)
+    return detail::in_memory_store_operation(core_, ec, [&] {
+        std::vector<outbox_record> rows;
+        for (auto it = rows_.upper_bound(query.after_sequence);
+             it != rows_.end() && rows.size() < query.limit; ++it) {
+            if (!query.status || it->second.status == *query.status)
+                rows.push_back(it->second);
+        }
         return rows;
-    for (auto it = rows_.upper_bound(query.after_sequence);
-         it != rows_.end() && rows.size() < query.limit; ++it) {
-        if (!query.status || it->second.status == *query.status)
-            rows.push_back(it->second);
-    }
-    return rows;
+    });
 }
 
 LETTERBOX_DECL outbox_stats in_memory_outbox_store::stats(store_time now, std::error_code& ec) {
-    std::lock_guard lock(core_.mutex);
-    outbox_stats s;
-    ec = core_.faults.next();
-    if (ec)
-        return s;
-    std::optional<store_time> oldest;
-    for (const auto& [seq, row] : rows_) {
-        switch (row.status) {
-        case outbox_status::pending:
-            ++s.pending;
-            if (!row.lease_owner.empty() && now < row.lease_expires_at)
-                ++s.leased;
-            if (!oldest || row.created_at < *oldest)
-                oldest = row.created_at;
-            break;
-        case outbox_status::published:
-            ++s.published;
-            break;
-        case outbox_status::parked:
-            ++s.parked;
-            break;
+    return detail::in_memory_store_operation(core_, ec, [&] {
+        outbox_stats s;
+        std::optional<store_time> oldest;
+        for (const auto& [seq, row] : rows_) {
+            switch (row.status) {
+            case outbox_status::pending:
+                ++s.pending;
+                if (!row.lease_owner.empty() && now < row.lease_expires_at)
+                    ++s.leased;
+                if (!oldest || row.created_at < *oldest)
+                    oldest = row.created_at;
+                break;
+            case outbox_status::published:
+                ++s.published;
+                break;
+            case outbox_status::parked:
+                ++s.parked;
+                break;
+            }
         }
-    }
-    if (oldest && *oldest < now)
-        s.oldest_pending_age = now - *oldest;
-    return s;
+        if (oldest && *oldest < now)
+            s.oldest_pending_age = now - *oldest;
+        return s;
+    });
 }
 
 LETTERBOX_DECL void in_memory_outbox_store::fail_nth(std::size_t n, std::error_code ec) {
-    std::lock_guard lock(core_.mutex);
-    core_.faults.fail_nth(n, ec);
+    detail::in_memory_store_fail_nth(core_, n, ec);
 }
 
 LETTERBOX_DECL std::size_t in_memory_outbox_store::operation_count() {
-    std::lock_guard lock(core_.mutex);
-    return core_.faults.count();
+    return detail::in_memory_store_operation_count(core_);
 }
 
 } // namespace letterbox
