@@ -46,12 +46,19 @@ std::size_t size_of(inbox_store_harness<Store>& h) {
     return n;
 }
 
+/// Stages the record of (`consumer`, `id`) in `unit`, which must succeed.
+template <inbox_store Store>
+void stage_record(inbox_store_harness<Store>& h, typename Store::unit_of_work_type& unit,
+                  std::string_view consumer, const message_id& id, store_time now) {
+    REQUIRE(describe(h.store.try_record(unit, consumer, id, now)) == success);
+}
+
 template <inbox_store Store>
 void record_committed(inbox_store_harness<Store>& h, std::string_view consumer,
                       const message_id& id, store_time now) {
     auto u = h.begin();
-    REQUIRE(describe(h.store.try_record(u, consumer, id, now)) == success);
-    REQUIRE(describe(u.commit()) == success);
+    stage_record(h, u, consumer, id, now);
+    commit_unit(u);
 }
 
 } // namespace store_suite
@@ -77,12 +84,12 @@ void inbox_check_first_record_wins(inbox_store_harness<Store>& h) {
     CHECK_FALSE(recorded(h, "billing", id));
 
     auto u = h.begin();
-    REQUIRE(describe(h.store.try_record(u, "billing", id, t0)) == success);
+    stage_record(h, u, "billing", id, t0);
     if (h.features.overlapping_units_of_work) {
         CHECK_FALSE(recorded(h, "billing", id)); // not before commit
         CHECK(size_of(h) == 0);
     }
-    REQUIRE(describe(u.commit()) == success);
+    commit_unit(u);
     CHECK(recorded(h, "billing", id));
     CHECK(size_of(h) == 1);
 }
@@ -100,8 +107,8 @@ void inbox_check_duplicate_after_commit(inbox_store_harness<Store>& h) {
     CHECK(describe(h.store.try_record(u, "billing", id, t0 + 1s)) ==
           describe(errc::already_processed));
     // The unit stays usable for other writes.
-    REQUIRE(describe(h.store.try_record(u, "billing", other, t0 + 1s)) == success);
-    REQUIRE(describe(u.commit()) == success);
+    stage_record(h, u, "billing", other, t0 + 1s);
+    commit_unit(u);
     CHECK(recorded(h, "billing", other));
     CHECK(size_of(h) == 2);
 }
@@ -114,9 +121,9 @@ void inbox_check_duplicate_within_unit(inbox_store_harness<Store>& h) {
     const auto id = ids();
 
     auto u = h.begin();
-    REQUIRE(describe(h.store.try_record(u, "billing", id, t0)) == success);
+    stage_record(h, u, "billing", id, t0);
     CHECK(describe(h.store.try_record(u, "billing", id, t0)) == describe(errc::already_processed));
-    REQUIRE(describe(u.commit()) == success);
+    commit_unit(u);
     CHECK(recorded(h, "billing", id));
     CHECK(size_of(h) == 1);
 }
@@ -135,11 +142,11 @@ void inbox_check_overlapping_units_one_commits(inbox_store_harness<Store>& h) {
 
     auto u1 = h.begin();
     auto u2 = h.begin();
-    REQUIRE(describe(h.store.try_record(u1, "billing", id, t0)) == success);
-    REQUIRE(describe(h.store.try_record(u2, "audit", side, t0)) == success);
+    stage_record(h, u1, "billing", id, t0);
+    stage_record(h, u2, "audit", side, t0);
     const auto second = describe(h.store.try_record(u2, "billing", id, t0));
     REQUIRE((second == success || second == describe(errc::already_processed)));
-    REQUIRE(describe(u1.commit()) == success);
+    commit_unit(u1);
     if (second == success) {
         // The unique key decides at commit, and the loser applies none of its writes.
         CHECK(describe(u2.commit()) == describe(errc::already_processed));
@@ -212,13 +219,13 @@ void inbox_check_rollback_removes_record(inbox_store_harness<Store>& h) {
     const auto id = ids();
     {
         auto u = h.begin();
-        REQUIRE(describe(h.store.try_record(u, "billing", id, t0)) == success);
-        REQUIRE(describe(u.rollback()) == success);
+        stage_record(h, u, "billing", id, t0);
+        roll_back_unit(u);
     }
     CHECK_FALSE(recorded(h, "billing", id));
     {
         auto u = h.begin(); // destroyed unfinished: rolled back
-        REQUIRE(describe(h.store.try_record(u, "billing", id, t0)) == success);
+        stage_record(h, u, "billing", id, t0);
     }
     CHECK_FALSE(recorded(h, "billing", id));
     CHECK(size_of(h) == 0);
@@ -234,7 +241,7 @@ void inbox_check_finished_unit_of_work_is_closed(inbox_store_harness<Store>& h) 
     message_id_generator ids{207};
     const auto id = ids();
     auto u = h.begin();
-    REQUIRE(describe(u.commit()) == success);
+    commit_unit(u);
     CHECK(describe(h.store.try_record(u, "billing", id, t0)) == describe(errc::transaction_closed));
     CHECK_FALSE(recorded(h, "billing", id));
     CHECK(describe(u.commit()) == describe(errc::transaction_closed));
@@ -270,8 +277,8 @@ void inbox_check_nil_id_is_refused(inbox_store_harness<Store>& h) {
         CHECK(describe(h.store.try_record(u, "billing", nil, t0)) ==
               describe(errc::missing_idempotency_key));
         // The unit stays usable, and nothing of the nil id is committed with it.
-        REQUIRE(describe(h.store.try_record(u, "billing", id, t0)) == success);
-        REQUIRE(describe(u.commit()) == success);
+        stage_record(h, u, "billing", id, t0);
+        commit_unit(u);
         CHECK(recorded(h, "billing", id));
         CHECK_FALSE(recorded(h, "billing", nil));
     }
@@ -346,20 +353,20 @@ void inbox_check_random_deliveries_record_once(inbox_store_harness<Store>& h, st
         auto u = h.begin();
         const auto ec = h.store.try_record(u, keys[k].consumer, keys[k].id, now);
         if (ec == errc::already_processed) {
-            REQUIRE(describe(u.rollback()) == success); // ack the duplicate, no effect
+            roll_back_unit(u); // ack the duplicate, no effect
             continue;
         }
         REQUIRE(describe(ec) == success);
         REQUIRE(describe(u.on_commit([&effects, k] { ++effects[k]; })) == success);
         if (std::bernoulli_distribution(0.25)(rng)) {
             // The handler failed: nothing happened, and the broker redelivers later.
-            REQUIRE(describe(u.rollback()) == success);
+            roll_back_unit(u);
             const auto later =
                 std::uniform_int_distribution<std::size_t>(step + 1, deliveries.size())(rng);
             deliveries.insert(deliveries.begin() + static_cast<std::ptrdiff_t>(later), k);
             continue;
         }
-        REQUIRE(describe(u.commit()) == success);
+        commit_unit(u);
     }
     for (std::size_t k = 0; k < keys.size(); ++k) {
         INFO("key " << k << " consumer " << keys[k].consumer);

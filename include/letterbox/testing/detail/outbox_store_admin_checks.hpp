@@ -34,10 +34,10 @@ void outbox_check_purge_published_by_retention(outbox_store_harness<Store>& h) {
         es.push_back(outbox_event(ids, "log", ""));
     add_committed(h, es, t0);
     REQUIRE(claim_ids(h, "relay-a", 10, 30s, t0).size() == 5);
-    REQUIRE(describe(h.store.mark_published(es[0].msg.id, "relay-a", t0 + 1min)) == success);
-    REQUIRE(describe(h.store.mark_published(es[1].msg.id, "relay-a", t0 + 2min)) == success);
-    REQUIRE(describe(h.store.mark_published(es[2].msg.id, "relay-a", t0 + 3min)) == success);
-    REQUIRE(describe(h.store.park(es[4].msg.id, "parked")) == success);
+    publish_row(h, es[0].msg.id, "relay-a", t0 + 1min);
+    publish_row(h, es[1].msg.id, "relay-a", t0 + 2min);
+    publish_row(h, es[2].msg.id, "relay-a", t0 + 3min);
+    park_row(h, es[4].msg.id, "parked");
     // es[3] stays pending (leased).
 
     std::error_code ec;
@@ -62,17 +62,14 @@ void outbox_check_stats(outbox_store_harness<Store>& h) {
     message_id_generator ids{116};
     CHECK(stats_at(h, t0) == outbox_stats{});
 
-    const auto e1 = outbox_event(ids, "log", "");
-    const auto e2 = outbox_event(ids, "log", "");
-    const auto e3 = outbox_event(ids, "log", "");
-    const auto e4 = outbox_event(ids, "log", "");
+    const auto [e1, e2, e3, e4] = log_events<4>(ids);
     add_committed(h, {e1}, t0);
     add_committed(h, {e2}, t0 + 10s);
     add_committed(h, {e3}, t0 + 20s);
     add_committed(h, {e4}, t0 + 30s);
     REQUIRE(claim_ids(h, "relay-a", 2, 60s, t0 + 30s) == ids_of({&e1, &e2}));
-    REQUIRE(describe(h.store.mark_published(e1.msg.id, "relay-a", t0 + 31s)) == success);
-    REQUIRE(describe(h.store.park(e3.msg.id, "parked")) == success);
+    publish_row(h, e1.msg.id, "relay-a", t0 + 31s);
+    park_row(h, e3.msg.id, "parked");
 
     auto s = stats_at(h, t0 + 40s);
     CHECK(s.pending == 2); // e2 (leased) and e4
@@ -96,8 +93,8 @@ void outbox_check_list_filters_and_pages(outbox_store_harness<Store>& h) {
         es.push_back(outbox_event(ids, "log", ""));
     add_committed(h, es, t0);
     REQUIRE(claim_ids(h, "relay-a", 2, 30s, t0).size() == 2);
-    REQUIRE(describe(h.store.mark_published(es[0].msg.id, "relay-a", t0)) == success);
-    REQUIRE(describe(h.store.park(es[1].msg.id, "parked")) == success);
+    publish_row(h, es[0].msg.id, "relay-a", t0);
+    park_row(h, es[1].msg.id, "parked");
 
     std::error_code ec;
     auto all = h.store.list(outbox_query{}, ec);

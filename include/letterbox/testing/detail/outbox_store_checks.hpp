@@ -18,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -55,13 +56,21 @@ inline outbox_entry outbox_event(message_id_generator& ids, std::string aggregat
     return e;
 }
 
+/// Stages `e` in `unit`, which must succeed.
+template <outbox_store Store>
+void stage_event(outbox_store_harness<Store>& h, typename Store::unit_of_work_type& unit,
+                 const outbox_entry& e, store_time now) {
+    REQUIRE(describe(h.store.add(unit, e, now)) == success);
+}
+
+/// Adds `entries` in one unit of work, which must commit.
 template <outbox_store Store>
 void add_committed(outbox_store_harness<Store>& h, const std::vector<outbox_entry>& entries,
                    store_time now) {
     auto u = h.begin();
     for (const auto& e : entries)
-        REQUIRE(describe(h.store.add(u, e, now)) == success);
-    REQUIRE(describe(u.commit()) == success);
+        stage_event(h, u, e, now);
+    commit_unit(u);
 }
 
 template <outbox_store Store>
@@ -105,6 +114,62 @@ outbox_stats stats_at(outbox_store_harness<Store>& h, store_time now) {
     auto s = h.store.stats(now, ec);
     REQUIRE(describe(ec) == success);
     return s;
+}
+
+/// `n` events of no aggregate, so that no ordering constraint applies between them.
+template <std::size_t N>
+std::array<outbox_entry, N> log_events(message_id_generator& ids) {
+    std::array<outbox_entry, N> es;
+    for (auto& e : es)
+        e = outbox_event(ids, "log", "");
+    return es;
+}
+
+/// Marks the row `id` published by `owner`, which must succeed.
+template <outbox_store Store>
+void publish_row(outbox_store_harness<Store>& h, const message_id& id, std::string_view owner,
+                 store_time now) {
+    REQUIRE(describe(h.store.mark_published(id, owner, now)) == success);
+}
+
+/// Records a failed attempt on the row `id` by `owner`, which must succeed.
+template <outbox_store Store>
+void fail_row(outbox_store_harness<Store>& h, const message_id& id, std::string_view owner,
+              std::string_view error, store_time next_attempt_at, std::uint32_t max_attempts,
+              store_time now) {
+    REQUIRE(describe(h.store.record_failure(id, owner, error, next_attempt_at, max_attempts,
+                                            now)) == success);
+}
+
+/// Parks the row `id`, which must succeed.
+template <outbox_store Store>
+void park_row(outbox_store_harness<Store>& h, const message_id& id, std::string_view reason) {
+    REQUIRE(describe(h.store.park(id, reason)) == success);
+}
+
+/// Unparks the row `id`, which must succeed.
+template <outbox_store Store>
+void unpark_row(outbox_store_harness<Store>& h, const message_id& id, store_time now) {
+    REQUIRE(describe(h.store.unpark(id, now)) == success);
+}
+
+/// Checks that the row `id` is published at `at`, with no lease.
+template <outbox_store Store>
+void check_published_row(outbox_store_harness<Store>& h, const message_id& id, store_time at) {
+    const auto row = find_row(h, id);
+    CHECK(row.status == outbox_status::published);
+    REQUIRE(row.published_at.has_value());
+    CHECK(*row.published_at == at);
+    CHECK(row.lease_owner.empty());
+}
+
+/// Checks that the row `id` is pending and leased to `owner`.
+template <outbox_store Store>
+void check_leased_row(outbox_store_harness<Store>& h, const message_id& id,
+                      std::string_view owner) {
+    const auto row = find_row(h, id);
+    CHECK(row.status == outbox_status::pending);
+    CHECK(row.lease_owner == owner);
 }
 
 inline std::vector<message_id> ids_of(std::initializer_list<const outbox_entry*> entries) {

@@ -73,11 +73,10 @@ void outbox_check_claim_honours_next_attempt_time(outbox_store_harness<Store>& h
     add_committed(h, {later}, t0 + 1h);
 
     REQUIRE(claim_ids(h, "relay-a", 10, 30s, t0) == ids_of({&e}));
-    REQUIRE(describe(h.store.record_failure(e.msg.id, "relay-a", "broker down", t0 + 10s, 5,
-                                            t0 + 1s)) == success);
+    fail_row(h, e.msg.id, "relay-a", "broker down", t0 + 10s, 5, t0 + 1s);
     CHECK(claim_ids(h, "relay-b", 10, 30s, t0 + 5s).empty());
     REQUIRE(claim_ids(h, "relay-b", 10, 30s, t0 + 10s) == ids_of({&e}));
-    REQUIRE(describe(h.store.mark_published(e.msg.id, "relay-b", t0 + 11s)) == success);
+    publish_row(h, e.msg.id, "relay-b", t0 + 11s);
     CHECK(claim_ids(h, "relay-c", 10, 30s, t0 + 59min).empty());
     CHECK(claim_ids(h, "relay-c", 10, 30s, t0 + 1h) == ids_of({&later}));
 }
@@ -111,8 +110,7 @@ void outbox_check_release_expired_leases(outbox_store_harness<Store>& h) {
     using namespace store_suite;
     const auto t0 = epoch();
     message_id_generator ids{109};
-    const auto e1 = outbox_event(ids, "log", "");
-    const auto e2 = outbox_event(ids, "log", "");
+    const auto [e1, e2] = log_events<2>(ids);
     add_committed(h, {e1, e2}, t0);
     REQUIRE(claim_ids(h, "relay-a", 1, 30s, t0) == ids_of({&e1}));
     REQUIRE(claim_ids(h, "relay-b", 1, 60s, t0) == ids_of({&e2}));
@@ -150,13 +148,12 @@ void outbox_check_per_aggregate_order(outbox_store_harness<Store>& h) {
     CHECK(claim_ids(h, "relay-x", 10, 30s, t0) == ids_of({&a1, &b1, &n1, &n2, &c1}));
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0).empty());
 
-    REQUIRE(describe(h.store.mark_published(a1.msg.id, "relay-x", t0)) == success);
-    REQUIRE(describe(h.store.record_failure(b1.msg.id, "relay-x", "nack", t0 + 10s, 5, t0)) ==
-            success);
+    publish_row(h, a1.msg.id, "relay-x", t0);
+    fail_row(h, b1.msg.id, "relay-x", "nack", t0 + 10s, 5, t0);
     // a2 is next for A; b2 still waits for b1, which waits for its retry.
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 1s) == ids_of({&a2}));
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 10s) == ids_of({&b1}));
-    REQUIRE(describe(h.store.mark_published(b1.msg.id, "relay-y", t0 + 10s)) == success);
+    publish_row(h, b1.msg.id, "relay-y", t0 + 10s);
     CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 11s) == ids_of({&b2}));
 }
 
@@ -171,18 +168,18 @@ void outbox_check_parked_event_blocks_its_aggregate(outbox_store_harness<Store>&
     add_committed(h, {a1, a2, b1}, t0);
 
     REQUIRE(claim_ids(h, "relay-x", 10, 30s, t0) == ids_of({&a1, &b1}));
-    REQUIRE(describe(h.store.record_failure(a1.msg.id, "relay-x", "poison", t0, 1, t0)) == success);
+    fail_row(h, a1.msg.id, "relay-x", "poison", t0, 1, t0);
     const auto parked = find_row(h, a1.msg.id);
     CHECK(parked.status == outbox_status::parked);
     CHECK(parked.last_error == "poison");
     CHECK(parked.attempts == 1);
-    REQUIRE(describe(h.store.mark_published(b1.msg.id, "relay-x", t0)) == success);
+    publish_row(h, b1.msg.id, "relay-x", t0);
 
     // a2 never overtakes the parked a1.
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 1h).empty());
-    REQUIRE(describe(h.store.unpark(a1.msg.id, t0 + 1h)) == success);
+    unpark_row(h, a1.msg.id, t0 + 1h);
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 1h) == ids_of({&a1}));
-    REQUIRE(describe(h.store.mark_published(a1.msg.id, "relay-y", t0 + 1h)) == success);
+    publish_row(h, a1.msg.id, "relay-y", t0 + 1h);
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 1h) == ids_of({&a2}));
 }
 
@@ -204,11 +201,10 @@ void outbox_check_event_added_behind_unconfirmed_head_waits(outbox_store_harness
     add_committed(h, {a2, b1}, t0 + 1s);
     CHECK(claim_ids(h, "relay-x", 10, 30s, t0 + 1s) == ids_of({&b1}));
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 2s).empty());
-    REQUIRE(describe(h.store.mark_published(b1.msg.id, "relay-x", t0 + 2s)) == success);
+    publish_row(h, b1.msg.id, "relay-x", t0 + 2s);
 
     // A failed attempt keeps a2 waiting behind a1, through a1's retry.
-    REQUIRE(describe(h.store.record_failure(a1.msg.id, "relay-x", "returned", t0 + 5s, 5,
-                                            t0 + 2s)) == success);
+    fail_row(h, a1.msg.id, "relay-x", "returned", t0 + 5s, 5, t0 + 2s);
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 3s).empty());
     CHECK(claim_ids(h, "relay-y", 10, 30s, t0 + 5s) == ids_of({&a1}));
 
@@ -220,10 +216,10 @@ void outbox_check_event_added_behind_unconfirmed_head_waits(outbox_store_harness
     CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 35s) == ids_of({&a1}));
 
     // Once a1 is confirmed, its successors follow one at a time.
-    REQUIRE(describe(h.store.mark_published(a1.msg.id, "relay-z", t0 + 36s)) == success);
+    publish_row(h, a1.msg.id, "relay-z", t0 + 36s);
     CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 36s) == ids_of({&a2}));
     CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 36s).empty());
-    REQUIRE(describe(h.store.mark_published(a2.msg.id, "relay-z", t0 + 37s)) == success);
+    publish_row(h, a2.msg.id, "relay-z", t0 + 37s);
     CHECK(claim_ids(h, "relay-z", 10, 30s, t0 + 37s) == ids_of({&a3}));
 }
 

@@ -30,8 +30,7 @@ void outbox_check_mark_published_requires_lease_owner(outbox_store_harness<Store
     using namespace store_suite;
     const auto t0 = epoch();
     message_id_generator ids{112};
-    const auto e1 = outbox_event(ids, "log", "");
-    const auto e2 = outbox_event(ids, "log", "");
+    const auto [e1, e2] = log_events<2>(ids);
     const auto unknown = ids();
     add_committed(h, {e1, e2}, t0);
 
@@ -42,16 +41,10 @@ void outbox_check_mark_published_requires_lease_owner(outbox_store_harness<Store
 
     REQUIRE(claim_ids(h, "relay-a", 10, 30s, t0) == ids_of({&e1, &e2}));
     CHECK(describe(h.store.mark_published(e1.msg.id, "relay-b", t0)) == describe(errc::lease_lost));
-    auto row = find_row(h, e1.msg.id);
-    CHECK(row.status == outbox_status::pending);
-    CHECK(row.lease_owner == "relay-a");
+    check_leased_row(h, e1.msg.id, "relay-a");
 
-    REQUIRE(describe(h.store.mark_published(e1.msg.id, "relay-a", t0 + 1s)) == success);
-    row = find_row(h, e1.msg.id);
-    CHECK(row.status == outbox_status::published);
-    REQUIRE(row.published_at.has_value());
-    CHECK(*row.published_at == t0 + 1s);
-    CHECK(row.lease_owner.empty());
+    publish_row(h, e1.msg.id, "relay-a", t0 + 1s);
+    check_published_row(h, e1.msg.id, t0 + 1s);
     CHECK(describe(h.store.mark_published(e1.msg.id, "relay-a", t0 + 2s)) ==
           describe(errc::lease_lost)); // already settled
     CHECK(describe(h.store.record_failure(e1.msg.id, "relay-a", "late", t0, 5, t0)) ==
@@ -95,20 +88,11 @@ void outbox_check_mark_published_batch(outbox_store_harness<Store>& h) {
         CHECK(describe(results[4]) == describe(errc::lease_lost)); // settled by results[3]
         CHECK(describe(results[5]) == success);
 
-        for (const auto* e : {&a1, &n1, &n3}) {
-            const auto row = find_row(h, e->msg.id);
-            CHECK(row.status == outbox_status::published);
-            REQUIRE(row.published_at.has_value());
-            CHECK(*row.published_at == t0 + 1s);
-            CHECK(row.lease_owner.empty());
-        }
+        for (const auto* e : {&a1, &n1, &n3})
+            check_published_row(h, e->msg.id, t0 + 1s);
         // Rows the batch did not mark are untouched.
-        auto row = find_row(h, other.msg.id);
-        CHECK(row.status == outbox_status::pending);
-        CHECK(row.lease_owner == "relay-b");
-        row = find_row(h, n2.msg.id);
-        CHECK(row.status == outbox_status::pending);
-        CHECK(row.lease_owner == "relay-a");
+        check_leased_row(h, other.msg.id, "relay-b");
+        check_leased_row(h, n2.msg.id, "relay-a");
         CHECK(stats_at(h, t0 + 1s).published == 3);
 
         // a1 published: its aggregate's next event is claimable.
@@ -143,8 +127,7 @@ void outbox_check_record_failure_counts_and_parks(outbox_store_harness<Store>& h
         if (attempt > 1)
             REQUIRE(claim_ids(h, "relay-a", 10, 30s, now) == ids_of({&e}));
         const std::string error = "boom " + std::to_string(attempt);
-        REQUIRE(describe(h.store.record_failure(e.msg.id, "relay-a", error, now + 10s, 3, now)) ==
-                success);
+        fail_row(h, e.msg.id, "relay-a", error, now + 10s, 3, now);
         const auto row = find_row(h, e.msg.id);
         CHECK(row.attempts == attempt);
         CHECK(row.last_error == error);
@@ -168,25 +151,23 @@ void outbox_check_park_and_unpark(outbox_store_harness<Store>& h) {
     using namespace store_suite;
     const auto t0 = epoch();
     message_id_generator ids{114};
-    const auto e1 = outbox_event(ids, "log", "");
-    const auto e2 = outbox_event(ids, "log", "");
-    const auto e3 = outbox_event(ids, "log", "");
+    const auto [e1, e2, e3] = log_events<3>(ids);
     const auto unknown = ids();
     add_committed(h, {e1, e2, e3}, t0);
 
     // e1 fails once, e2 stays leased, e3 is published.
     REQUIRE(claim_ids(h, "relay-a", 10, 30s, t0) == ids_of({&e1, &e2, &e3}));
-    REQUIRE(describe(h.store.record_failure(e1.msg.id, "relay-a", "x", t0, 10, t0)) == success);
-    REQUIRE(describe(h.store.mark_published(e3.msg.id, "relay-a", t0)) == success);
+    fail_row(h, e1.msg.id, "relay-a", "x", t0, 10, t0);
+    publish_row(h, e3.msg.id, "relay-a", t0);
 
-    REQUIRE(describe(h.store.park(e1.msg.id, "operator: bad payload")) == success);
+    park_row(h, e1.msg.id, "operator: bad payload");
     auto row = find_row(h, e1.msg.id);
     CHECK(row.status == outbox_status::parked);
     CHECK(row.last_error == "operator: bad payload");
-    REQUIRE(describe(h.store.park(e1.msg.id, "operator: still bad")) == success);
+    park_row(h, e1.msg.id, "operator: still bad");
     CHECK(find_row(h, e1.msg.id).last_error == "operator: still bad");
 
-    REQUIRE(describe(h.store.park(e2.msg.id, "stop")) == success); // a leased row
+    park_row(h, e2.msg.id, "stop"); // a leased row
     CHECK(find_row(h, e2.msg.id).lease_owner.empty());
     CHECK(describe(h.store.mark_published(e2.msg.id, "relay-a", t0)) == describe(errc::lease_lost));
     CHECK(claim_ids(h, "relay-b", 10, 30s, t0 + 1h).empty());
@@ -196,7 +177,7 @@ void outbox_check_park_and_unpark(outbox_store_harness<Store>& h) {
     CHECK(describe(h.store.unpark(e3.msg.id, t0)) == describe(errc::invalid_state));
     CHECK(describe(h.store.unpark(unknown, t0)) == describe(errc::record_not_found));
 
-    REQUIRE(describe(h.store.unpark(e1.msg.id, t0 + 5s)) == success);
+    unpark_row(h, e1.msg.id, t0 + 5s);
     row = find_row(h, e1.msg.id);
     CHECK(row.status == outbox_status::pending);
     CHECK(row.attempts == 0);

@@ -9,6 +9,8 @@
 #include <letterbox/store_time.hpp>
 #include <letterbox/testing/detail/describe.hpp>
 
+#include <catch2/catch.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -27,6 +29,18 @@ using letterbox::testing::detail::success;
 /// A fixed instant on whole seconds, so that stores keeping milliseconds round-trip it.
 inline store_time epoch() {
     return store_time{std::chrono::sys_days{std::chrono::year{2024} / 1 / 1}};
+}
+
+/// Commits `unit`, which must succeed.
+template <class UnitOfWork>
+void commit_unit(UnitOfWork& unit) {
+    REQUIRE(describe(unit.commit()) == success);
+}
+
+/// Rolls `unit` back, which must succeed.
+template <class UnitOfWork>
+void roll_back_unit(UnitOfWork& unit) {
+    REQUIRE(describe(unit.rollback()) == success);
 }
 
 /// The store type of a fixture's context.
