@@ -73,15 +73,13 @@ public:
         auto& conn = uow.connection();
         std::error_code ec;
         {
-            auto st = conn.prepare("INSERT INTO letterbox_inbox (consumer_id, message_id, "
-                                   "recorded_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-                                   ec);
-            if (!ec) {
-                st->bind_text(1, consumer_id);
-                st->bind_text(2, letterbox::to_string(id));
-                st->bind_int64(3, detail::to_column(now));
+            auto st = detail::prepare_bound(
+                conn,
+                "INSERT INTO letterbox_inbox (consumer_id, message_id, recorded_at) "
+                "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+                ec, consumer_id, letterbox::to_string(id), detail::to_column(now));
+            if (!ec)
                 ec = st->execute();
-            }
         }
         if (ec) {
             uow.fail(ec);
@@ -101,13 +99,12 @@ public:
         const std::string key = letterbox::to_string(id);
         ec = db_->run([&](connection& c) -> std::error_code {
             std::error_code e;
-            auto st = c.prepare("SELECT 1 FROM letterbox_inbox WHERE consumer_id = ?1 AND "
-                                "message_id = ?2",
-                                e);
+            auto st = detail::prepare_bound(c,
+                                            "SELECT 1 FROM letterbox_inbox WHERE consumer_id = ?1 "
+                                            "AND message_id = ?2",
+                                            e, consumer_id, key);
             if (e)
                 return e;
-            st->bind_text(1, consumer_id);
-            st->bind_text(2, key);
             found = st->step(e);
             return e;
         });

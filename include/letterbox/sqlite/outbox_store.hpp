@@ -148,6 +148,13 @@ private:
                                          std::vector<outbox_row_error>* unreadable,
                                          std::error_code& ec);
 
+    /// Runs `sql`, an UPDATE of the row whose message id is ?1, with `args` bound to ?2, ...
+    /// (see `detail::prepare_bound`): success when it changed the row, else `classify_miss`
+    /// with `otherwise`.
+    template <class... Args>
+    [[nodiscard]] std::error_code update_row(const message_id& id, errc otherwise,
+                                             std::string_view sql, const Args&... args);
+
     /// After an UPDATE by id changed nothing: `errc::record_not_found` if the id is unknown,
     /// else `otherwise`.
     [[nodiscard]] static std::error_code classify_miss(connection& c, std::string_view id,

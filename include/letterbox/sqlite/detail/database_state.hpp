@@ -45,6 +45,30 @@ inline std::error_code exec_cached(connection& c, std::string_view sql) {
     return st->execute();
 }
 
+/// Binds `text` to parameter `index` of `st` (see `prepare_bound`).
+inline void bind_parameter(statement& st, int index, std::string_view text) noexcept {
+    st.bind_text(index, text);
+}
+
+/// Binds `value` to parameter `index` of `st` (see `prepare_bound`).
+inline void bind_parameter(statement& st, int index, std::int64_t value) noexcept {
+    st.bind_int64(index, value);
+}
+
+/// Borrows the cached statement for `sql` from `c` and binds `args` to its parameters ?1, ?2,
+/// ... in order: string-like ones as TEXT, `std::int64_t` ones as INTEGER (the results of the
+/// binds are not checked). On a failed prepare, `ec` holds the error and nothing is bound.
+template <class... Args>
+connection::prepared prepare_bound(connection& c, std::string_view sql, std::error_code& ec,
+                                   const Args&... args) {
+    auto st = c.prepare(sql, ec);
+    if (!ec) {
+        int index = 0;
+        (bind_parameter(*st, ++index, args), ...);
+    }
+    return st;
+}
+
 /// Rolls back the open transaction of `c`, if any; best effort.
 inline void rollback_quietly(connection& c) noexcept {
     try {
@@ -323,10 +347,9 @@ inline std::size_t count_changes_at(database_state* db, std::string_view sql, st
     std::size_t changed = 0;
     ec = db->run([&](connection& c) -> std::error_code {
         std::error_code e;
-        auto st = c.prepare(sql, e);
+        auto st = prepare_bound(c, sql, e, to_column(at));
         if (e)
             return e;
-        st->bind_int64(1, to_column(at));
         if (auto failed = st->execute())
             return failed;
         changed = static_cast<std::size_t>(c.changes());

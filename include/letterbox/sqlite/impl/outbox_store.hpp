@@ -213,7 +213,8 @@ LETTERBOX_DECL std::vector<outbox_record> outbox_store::claim(std::string_view o
             // rows queued behind an unpublished row are never even read, and the scan in
             // sequence order stops after `max_rows` hits. The NOT EXISTS restates the rule the
             // index is kept for; it costs one probe per candidate.
-            auto select = c.prepare(
+            auto select = detail::prepare_bound(
+                c,
                 "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
                 " FROM letterbox_outbox AS o INDEXED BY letterbox_outbox_claimable"
                 " WHERE o.status = 0 AND o.aggregate_head = 1 AND o.next_attempt_at <= ?1"
@@ -224,11 +225,9 @@ LETTERBOX_DECL std::vector<outbox_record> outbox_store::claim(std::string_view o
                 " WHERE e.aggregate_type = o.aggregate_type AND e.aggregate_id = o.aggregate_id"
                 " AND e.sequence < o.sequence AND e.status <> 1))"
                 " ORDER BY o.sequence LIMIT ?2",
-                e);
+                e, now_column, detail::clamp_to_int64(max_rows));
             if (e)
                 return e;
-            select->bind_int64(1, now_column);
-            select->bind_int64(2, detail::clamp_to_int64(max_rows));
             if (auto read = detail::read_outbox_records(*select, batch))
                 return read;
         }
@@ -263,43 +262,47 @@ LETTERBOX_DECL std::vector<outbox_record> outbox_store::claim(std::string_view o
 LETTERBOX_DECL std::error_code outbox_store::classify_miss(connection& c, std::string_view id,
                                                            errc otherwise) {
     std::error_code ec;
-    auto st = c.prepare("SELECT 1 FROM letterbox_outbox WHERE message_id = ?1", ec);
+    auto st =
+        detail::prepare_bound(c, "SELECT 1 FROM letterbox_outbox WHERE message_id = ?1", ec, id);
     if (ec)
         return ec;
-    st->bind_text(1, id);
     const bool found = st->step(ec);
     if (ec)
         return ec;
     return found ? make_error_code(otherwise) : make_error_code(errc::record_not_found);
 }
 
-LETTERBOX_DECL std::error_code
-outbox_store::mark_published(const message_id& id, std::string_view owner, store_time now) {
+template <class... Args>
+std::error_code outbox_store::update_row(const message_id& id, errc otherwise, std::string_view sql,
+                                         const Args&... args) {
     if (!db_)
         return errc::closed;
     const std::string key = letterbox::to_string(id);
     return db_->run([&](connection& c) -> std::error_code {
         std::error_code ec;
         {
-            // One statement: the ownership check and the change are atomic, and so is the
-            // trigger that makes the next row of the aggregate its head.
-            auto st = c.prepare("UPDATE letterbox_outbox SET status = 1, published_at = ?3, "
-                                "lease_owner = '', lease_expires_at = 0, aggregate_head = 0 "
-                                "WHERE message_id = ?1 "
-                                "AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
-                                ec);
+            auto st = detail::prepare_bound(c, sql, ec, key, args...);
             if (ec)
                 return ec;
-            st->bind_text(1, key);
-            st->bind_text(2, owner);
-            st->bind_int64(3, detail::to_column(now));
             if (auto e = st->execute())
                 return e;
-        }
+        } // the statement is reset before classify_miss runs on the connection
         if (c.changes() == 1)
             return {};
-        return classify_miss(c, key, errc::lease_lost);
+        return classify_miss(c, key, otherwise);
     });
+}
+
+LETTERBOX_DECL std::error_code
+outbox_store::mark_published(const message_id& id, std::string_view owner, store_time now) {
+    // One statement: the ownership check and the change are atomic, and so is the trigger that
+    // makes the next row of the aggregate its head.
+    return update_row(id, errc::lease_lost,
+                      "UPDATE letterbox_outbox SET status = 1, published_at = ?3, "
+                      "lease_owner = '', lease_expires_at = 0, aggregate_head = 0 "
+                      "WHERE message_id = ?1 "
+                      "AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
+                      owner, detail::to_column(now));
 }
 
 LETTERBOX_DECL std::error_code outbox_store::mark_published(std::span<const message_id> ids,
@@ -355,81 +358,30 @@ LETTERBOX_DECL std::error_code
 outbox_store::record_failure(const message_id& id, std::string_view owner, std::string_view error,
                              store_time next_attempt_at, std::uint32_t max_attempts,
                              store_time now) {
-    if (!db_)
-        return errc::closed;
-    const std::string key = letterbox::to_string(id);
-    return db_->run([&](connection& c) -> std::error_code {
-        std::error_code ec;
-        {
-            // The right-hand sides see the row before the update: attempts + 1 is the new count.
-            auto st = c.prepare(
-                "UPDATE letterbox_outbox SET attempts = attempts + 1, last_error = ?3, "
-                "last_failure_at = ?4, lease_owner = '', lease_expires_at = 0, "
-                "next_attempt_at = ?5, status = CASE WHEN attempts + 1 >= ?6 THEN 2 ELSE 0 END "
-                "WHERE message_id = ?1 AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
-                ec);
-            if (ec)
-                return ec;
-            st->bind_text(1, key);
-            st->bind_text(2, owner);
-            st->bind_text(3, error);
-            st->bind_int64(4, detail::to_column(now));
-            st->bind_int64(5, detail::to_column(next_attempt_at));
-            st->bind_int64(6, static_cast<std::int64_t>(max_attempts));
-            if (auto e = st->execute())
-                return e;
-        }
-        if (c.changes() == 1)
-            return {};
-        return classify_miss(c, key, errc::lease_lost);
-    });
+    // The right-hand sides see the row before the update: attempts + 1 is the new count.
+    return update_row(
+        id, errc::lease_lost,
+        "UPDATE letterbox_outbox SET attempts = attempts + 1, last_error = ?3, "
+        "last_failure_at = ?4, lease_owner = '', lease_expires_at = 0, "
+        "next_attempt_at = ?5, status = CASE WHEN attempts + 1 >= ?6 THEN 2 ELSE 0 END "
+        "WHERE message_id = ?1 AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
+        owner, error, detail::to_column(now), detail::to_column(next_attempt_at),
+        static_cast<std::int64_t>(max_attempts));
 }
 
 LETTERBOX_DECL std::error_code outbox_store::park(const message_id& id, std::string_view reason) {
-    if (!db_)
-        return errc::closed;
-    const std::string key = letterbox::to_string(id);
-    return db_->run([&](connection& c) -> std::error_code {
-        std::error_code ec;
-        {
-            auto st = c.prepare("UPDATE letterbox_outbox SET status = 2, last_error = ?2, "
-                                "lease_owner = '', lease_expires_at = 0 "
-                                "WHERE message_id = ?1 AND status <> 1",
-                                ec);
-            if (ec)
-                return ec;
-            st->bind_text(1, key);
-            st->bind_text(2, reason);
-            if (auto e = st->execute())
-                return e;
-        }
-        if (c.changes() == 1)
-            return {};
-        return classify_miss(c, key, errc::invalid_state);
-    });
+    return update_row(id, errc::invalid_state,
+                      "UPDATE letterbox_outbox SET status = 2, last_error = ?2, "
+                      "lease_owner = '', lease_expires_at = 0 "
+                      "WHERE message_id = ?1 AND status <> 1",
+                      reason);
 }
 
 LETTERBOX_DECL std::error_code outbox_store::unpark(const message_id& id, store_time now) {
-    if (!db_)
-        return errc::closed;
-    const std::string key = letterbox::to_string(id);
-    return db_->run([&](connection& c) -> std::error_code {
-        std::error_code ec;
-        {
-            auto st = c.prepare("UPDATE letterbox_outbox SET status = 0, attempts = 0, "
-                                "next_attempt_at = ?2 WHERE message_id = ?1 AND status = 2",
-                                ec);
-            if (ec)
-                return ec;
-            st->bind_text(1, key);
-            st->bind_int64(2, detail::to_column(now));
-            if (auto e = st->execute())
-                return e;
-        }
-        if (c.changes() == 1)
-            return {};
-        return classify_miss(c, key, errc::invalid_state);
-    });
+    return update_row(id, errc::invalid_state,
+                      "UPDATE letterbox_outbox SET status = 0, attempts = 0, "
+                      "next_attempt_at = ?2 WHERE message_id = ?1 AND status = 2",
+                      detail::to_column(now));
 }
 
 LETTERBOX_DECL std::size_t outbox_store::release_expired_leases(store_time now,
@@ -465,12 +417,12 @@ LETTERBOX_DECL std::optional<outbox_record> outbox_store::find(const message_id&
     ec = db_->run([&](connection& c) -> std::error_code {
         found.reset();
         std::error_code e;
-        auto st = c.prepare("SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
-                            " FROM letterbox_outbox WHERE message_id = ?1",
-                            e);
+        auto st = detail::prepare_bound(c,
+                                        "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
+                                        " FROM letterbox_outbox WHERE message_id = ?1",
+                                        e, key);
         if (e)
             return e;
-        st->bind_text(1, key);
         if (!st->step(e))
             return e;
         outbox_record r;
@@ -539,11 +491,9 @@ outbox_store::list_rows(const outbox_query& query, std::vector<outbox_row_error>
         if (unreadable)
             unreadable->clear();
         std::error_code e;
-        auto st = c.prepare(sql, e);
+        auto st = detail::prepare_bound(c, sql, e, after, detail::clamp_to_int64(query.limit));
         if (e)
             return e;
-        st->bind_int64(1, after);
-        st->bind_int64(2, detail::clamp_to_int64(query.limit));
         return detail::read_outbox_records(*st, rows, unreadable);
     });
     if (ec) {
@@ -596,14 +546,14 @@ LETTERBOX_DECL outbox_stats outbox_store::stats(store_time now, std::error_code&
         if (s.pending == 0)
             return {};
         {
-            auto st = c.prepare("SELECT count(*) FROM letterbox_outbox INDEXED BY "
-                                "letterbox_outbox_claimable WHERE status = 0 AND "
-                                "aggregate_head = 1 AND lease_owner <> '' "
-                                "AND lease_expires_at > ?1",
-                                e);
+            auto st = detail::prepare_bound(c,
+                                            "SELECT count(*) FROM letterbox_outbox INDEXED BY "
+                                            "letterbox_outbox_claimable WHERE status = 0 AND "
+                                            "aggregate_head = 1 AND lease_owner <> '' "
+                                            "AND lease_expires_at > ?1",
+                                            e, now_column);
             if (e)
                 return e;
-            st->bind_int64(1, now_column);
             if (!st->step(e))
                 return e ? e : make_error_code(errc::store_error);
             s.leased = static_cast<std::size_t>(st->column_int64(0));
