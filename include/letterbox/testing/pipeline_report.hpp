@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/testing/detail/pipeline_counts.hpp>
 #include <letterbox/testing/invariant.hpp>
 #include <letterbox/testing/pipeline_result.hpp>
 
@@ -15,7 +16,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
 /// What `check_pipeline` found over many seeds: violation counts per invariant, totals of what
 /// the runs did, and the first failing runs in full (seed, fault profile, violations, history).
-struct pipeline_report {
+/// The totals of the runs' counts (`committed`, `rolled_back`, `effects`, `dead_letters`,
+/// `deliveries`, `faults_injected`) are the fields of its base, shared with `pipeline_result`.
+struct pipeline_report : detail::pipeline_counts {
     /// The root seed the run seeds were derived from (`LETTERBOX_SEED`).
     std::uint64_t root_seed = 0;
     std::size_t runs = 0;
@@ -32,12 +35,6 @@ struct pipeline_report {
     std::size_t order_aggregates = 0;
     std::size_t order_checked_aggregates = 0;
 
-    std::size_t committed = 0;
-    std::size_t rolled_back = 0;
-    std::size_t effects = 0;
-    std::size_t dead_letters = 0;
-    std::size_t deliveries = 0;
-    std::size_t faults_injected = 0;
     std::size_t crashes = 0;
 
     /// The first failing runs (at most `pipeline_check_options::keep_failures`).
@@ -57,12 +54,7 @@ struct pipeline_report {
             ++order_checked_runs;
         order_aggregates += r.order_aggregates;
         order_checked_aggregates += r.order_checked_aggregates;
-        committed += r.committed;
-        rolled_back += r.rolled_back;
-        effects += r.effects;
-        dead_letters += r.dead_letters;
-        deliveries += r.deliveries;
-        faults_injected += r.faults_injected;
+        add_counts(r);
         crashes += r.crashes;
         if (!r.ok()) {
             ++failed_runs;
@@ -90,13 +82,7 @@ struct pipeline_report {
             " poison isolation failures, " + n(invariant::convergence) +
             " unsettled; determinism: " + std::to_string(replays - determinism_failures) + " of " +
             std::to_string(replays) + " replays identical\n";
-        out += "  totals: committed=" + std::to_string(committed) +
-               " rolled_back=" + std::to_string(rolled_back) +
-               " effects=" + std::to_string(effects) +
-               " dead_letters=" + std::to_string(dead_letters) +
-               " deliveries=" + std::to_string(deliveries) +
-               " faults=" + std::to_string(faults_injected) +
-               " crashes=" + std::to_string(crashes) + '\n';
+        out += "  totals: " + counts_text() + " crashes=" + std::to_string(crashes) + '\n';
         for (const auto& f : failures) {
             out += "--- failing run; replay it alone with LETTERBOX_PIPELINE_SEED=" +
                    std::to_string(f.seed) + " (or run_pipeline<App>(" + std::to_string(f.seed) +

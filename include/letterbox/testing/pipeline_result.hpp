@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/testing/detail/pipeline_counts.hpp>
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history.hpp>
@@ -16,8 +17,10 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
-/// What one simulated pipeline run (`run_pipeline`) did and what the checkers found.
-struct pipeline_result {
+/// What one simulated pipeline run (`run_pipeline`) did and what the checkers found. The counts
+/// of its history (`committed`, `rolled_back`, `effects`, `dead_letters`, `deliveries`,
+/// `faults_injected`) are the fields of its base, shared with `pipeline_report`.
+struct pipeline_result : detail::pipeline_counts {
     /// The run's seed: `run_pipeline<App>(seed, options)` replays it event for event.
     std::uint64_t seed = 0;
     /// The faults it ran under (drawn from the seed unless the options fixed them).
@@ -45,12 +48,6 @@ struct pipeline_result {
     /// The bound the bounded-redelivery check used.
     std::uint32_t delivery_bound = 0;
 
-    std::size_t committed = 0;
-    std::size_t rolled_back = 0;
-    std::size_t effects = 0;
-    std::size_t dead_letters = 0;
-    std::size_t deliveries = 0;
-    std::size_t faults_injected = 0;
     std::uint32_t crashes = 0;
 
     bool ok() const noexcept { return violations.empty(); }
@@ -60,13 +57,8 @@ struct pipeline_result {
     /// failed run, the history's text.
     std::string to_string() const {
         std::string out = "seed " + std::to_string(seed) + (ok() ? ": ok" : ": FAILED") + '\n';
-        out +=
-            "  committed=" + std::to_string(committed) +
-            " rolled_back=" + std::to_string(rolled_back) + " effects=" + std::to_string(effects) +
-            " dead_letters=" + std::to_string(dead_letters) +
-            " deliveries=" + std::to_string(deliveries) +
-            " faults=" + std::to_string(faults_injected) + " crashes=" + std::to_string(crashes) +
-            " settled=" + (settled ? "true" : "false") + '\n';
+        out += "  " + counts_text() + " crashes=" + std::to_string(crashes) +
+               " settled=" + (settled ? "true" : "false") + '\n';
         out += "  consumers: " + topology.to_string() + " (order checked for " +
                std::to_string(order_checked_aggregates) + " of " +
                std::to_string(order_aggregates) + " consumer aggregates)\n";
