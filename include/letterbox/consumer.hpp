@@ -64,7 +64,8 @@ struct consumer_stats {
     /// Failed with no layer deciding, and settled according to `consumer_options::on_failure`
     /// (or, for a store error, handled again after `store_retry_initial`).
     std::uint64_t failed = 0;
-    /// Runs scheduled again after an in-process retry delay (`disposition::retry_in`).
+    /// Runs again after an in-process retry: at once, inside the retry layer
+    /// (`middleware::handling::on_rerun`), or after a delay (`disposition::retry_in`).
     std::uint64_t retried = 0;
     /// Handed back to the broker for a delayed retry (a confirmed copy in a retry queue, or a
     /// reject onto the retry queue).
@@ -112,7 +113,8 @@ struct consumer_stats {
 ///     co_await c.async_start(asio::use_awaitable);
 template <class Transport, class Handler, class Clock = steady_clock>
 class consumer {
-    // Each requirement on its own, with a message that names what is missing (issue 18).
+    // Each requirement on its own, with a message that names what is missing
+    // (docs/design/requirement-checks.md).
     static_assert(detail::check_transport<Transport>());
     static_assert(detail::check_handler<Handler>());
     static_assert(detail::check_clock<Clock>());

@@ -28,13 +28,13 @@ struct consumer_event {
         handled,
         /// Handled successfully and acknowledged.
         acked,
-        /// Failed with no layer deciding; settled as `consumer_options::on_failure` says
-        /// (`reason` is empty).
+        /// Failed with no layer deciding; settled as `consumer_options::on_failure` says.
         failed,
         /// Failed and rejected without requeue because `on_failure` is `dead_letter` and no
         /// layer decided: the broker dead-letters it (or drops it without a dead-letter exchange).
         rejected,
-        /// Run again after an in-process retry delay.
+        /// Run again by an in-process retry: at once, inside the retry layer, or after its
+        /// delay.
         retried,
         /// Handed back to the broker for a delayed retry.
         redelivered,
@@ -47,8 +47,10 @@ struct consumer_event {
     kind what;
     /// The delivery concerned; valid during the call only.
     const delivery& d;
-    /// For `dead_lettered` and `redelivered`: why (`middleware::death_reason` text, or the
-    /// failure's reason); empty otherwise.
+    /// For `failed`, `rejected`, `retried`, `redelivered` and `dead_lettered`: why. The reason a
+    /// layer gave up with (a `middleware::death_reason` text, for `dead_lettered`), or else what
+    /// failed: the exception's `what()`, or the error code's message. Empty for the other
+    /// kinds.
     std::string_view reason{};
     /// For `handled`: how long the run took, on the consumer's clock.
     std::chrono::nanoseconds handler_duration{0};

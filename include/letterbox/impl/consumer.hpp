@@ -54,8 +54,9 @@ struct consumer<Transport, Handler, Clock>::state {
         // The clock is read only for an observer: nothing on the hot path without one.
         const bool timed = static_cast<bool>(s->options.on_event);
         const auto started = timed ? s->clock->now() : typename Clock::time_point{};
+        rerun_context rerun{s.get(), d.get()};
         try {
-            r = detail::run_inner(s->handler, middleware::handling{*d, run});
+            r = detail::run_inner(s->handler, middleware::handling{*d, run, &count_rerun, &rerun});
         } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
             middleware::handler_failure f;
             f.error = errc::internal_error;
@@ -82,7 +83,7 @@ struct consumer<Transport, Handler, Clock>::state {
             return t->async_ack(*d, ignore);
         case disposition::kind::fail: {
             c.failed.fetch_add(1, std::memory_order_relaxed);
-            s->observe(consumer_event::kind::failed, *d);
+            s->observe(consumer_event::kind::failed, *d, reason_of(r));
             // The consumer's own database failed (locked, full, unreadable): not the
             // message's fault, so it must be handled again rather than dead-lettered,
             // after a wait (a requeue would spin while the database stays locked).
@@ -92,7 +93,7 @@ struct consumer<Transport, Handler, Clock>::state {
             // fails the same way on every delivery: requeueing it would spin forever.
             if (s->options.on_failure == failure_action::requeue && !r.failure()->permanent)
                 return t->async_nack(*d, true, ignore);
-            s->observe(consumer_event::kind::rejected, *d);
+            s->observe(consumer_event::kind::rejected, *d, reason_of(r));
             return t->async_reject(*d, false, ignore);
         }
         case disposition::kind::requeue:
@@ -105,7 +106,7 @@ struct consumer<Transport, Handler, Clock>::state {
             return t->async_reject(*d, false, ignore);
         case disposition::kind::retry_in:
             c.retried.fetch_add(1, std::memory_order_relaxed);
-            s->observe(consumer_event::kind::retried, *d);
+            s->observe(consumer_event::kind::retried, *d, reason_of(r));
             return retry_later(s, std::move(d), run, r.delay());
         case disposition::kind::forward:
             return forward(s, std::move(d), std::move(r));
@@ -121,9 +122,29 @@ struct consumer<Transport, Handler, Clock>::state {
                   reason);
     }
 
+    /// Why: the reason a layer gave up with (a `death_reason`), or else what failed (the
+    /// exception's `what()`, or the error code's message); empty without a failure.
     static std::string reason_of(const disposition& r) {
         const auto* f = r.failure();
-        return f ? f->reason : std::string{};
+        return f ? reason_of(*f) : std::string{};
+    }
+    static std::string reason_of(const middleware::handler_failure& f) {
+        if (!f.reason.empty())
+            return f.reason;
+        return f.exception_message.empty() ? f.error.message() : f.exception_message;
+    }
+
+    /// The delivery a run is for, for `count_rerun`.
+    struct rerun_context {
+        state* s;
+        const delivery* d;
+    };
+
+    /// `handling::on_rerun`: a layer runs the handler again at once (an immediate retry).
+    static void count_rerun(void* context, const middleware::handler_failure& why, std::uint32_t) {
+        const auto& [s, d] = *static_cast<const rerun_context*>(context);
+        s->counts.retried.fetch_add(1, std::memory_order_relaxed);
+        s->observe(consumer_event::kind::retried, *d, reason_of(why));
     }
 
     void observe(consumer_event::kind k, const delivery& d, std::string_view reason = {}) {

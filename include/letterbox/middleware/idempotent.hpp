@@ -67,7 +67,8 @@ struct idempotent_stats {
 /// commits. See `idempotent` for the contract. Copies share their statistics.
 template <class Inbox, class Begin, class Effect, class Clock>
 class idempotent_handler {
-    // Each requirement on its own, with a message that names what is missing (issue 18).
+    // Each requirement on its own, with a message that names what is missing
+    // (docs/design/requirement-checks.md).
     static_assert(detail::check_idempotent<Inbox, Begin, Effect, Clock>());
 
 public:

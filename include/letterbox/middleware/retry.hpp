@@ -38,7 +38,7 @@ public:
         const std::string id = boost::uuids::to_string(x.d.msg.id);
         // Bounded: each pass either returns or moves `run` towards the policy's maximum.
         for (;;) {
-            auto r = this->call_inner(handling{x.d, run});
+            auto r = this->call_inner(handling{x.d, run, x.on_rerun, x.on_rerun_context});
             if (!r.failed() || r.failure()->permanent)
                 return r;
             handler_failure& f = *r.failure();
@@ -53,6 +53,7 @@ public:
             retried_->fetch_add(1, std::memory_order_relaxed);
             if (decision.delay.count() > 0)
                 return disposition::retry_in(decision.delay, std::move(f));
+            x.rerun(f, run + 1);
             ++run;
         }
     }

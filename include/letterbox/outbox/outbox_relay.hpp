@@ -106,7 +106,8 @@ class relay_engine;
 ///     relay.stop();
 template <class OutboxStore, class Transport, class Clock>
 class outbox_relay {
-    // Each requirement on its own, with a message that names what is missing (issue 18).
+    // Each requirement on its own, with a message that names what is missing
+    // (docs/design/requirement-checks.md).
     static_assert(detail::check_outbox_store<OutboxStore>());
     static_assert(detail::check_transport<Transport>());
     static_assert(detail::check_clock<Clock>());

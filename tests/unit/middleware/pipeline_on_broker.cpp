@@ -349,6 +349,56 @@ TEST_CASE("an in-process retry delay waits on the consumer's clock, holding the 
     CHECK(c.stats().delivered == 1);
 }
 
+TEST_CASE("immediate in-process retries are counted and reported, each with what failed",
+          "[middleware][retry]") {
+    world w;
+    letterbox::in_memory::transport t(w.broker, "billing");
+    const letterbox::topology::retry_topology topo{.queue = "billing"};
+    w.declare(t, topo);
+    int runs = 0;
+    auto handle = [&](const letterbox::message&) {
+        if (++runs < 3)
+            throw std::runtime_error("deadlock victim " + std::to_string(runs));
+    };
+    std::vector<std::string> retried;
+    auto pipeline = mw::compose(handle, mw::retry(backoff::immediate(3)));
+    letterbox::consumer c(t, pipeline, w.clock,
+                          {.consume = {.queue = "billing"}, .on_event = [&](const auto& e) {
+                               if (e.what == letterbox::consumer_event::kind::retried)
+                                   retried.emplace_back(e.reason);
+                           }});
+    w.start(c);
+    w.publish(t, "billing", "order-1");
+    REQUIRE(w.drive_until([&] { return c.stats().acked == 1; }));
+    CHECK(runs == 3);
+    CHECK(c.stats().retried == 2);
+    CHECK(retried == std::vector<std::string>{"deadlock victim 1", "deadlock victim 2"});
+}
+
+TEST_CASE("a redelivery is reported with what failed", "[middleware][redelivery]") {
+    world w;
+    letterbox::in_memory::transport t(w.broker, "billing");
+    const letterbox::topology::retry_topology topo{.queue = "billing", .delays = {1s}};
+    w.declare(t, topo);
+    int runs = 0;
+    auto handle = [&](const letterbox::message&) {
+        if (++runs == 1)
+            throw std::runtime_error("warehouse API timed out");
+    };
+    std::vector<std::string> redelivered;
+    auto pipeline = mw::compose(handle, mw::redelivery(backoff::fixed(1s, 3), topo, w.clock));
+    letterbox::consumer c(t, pipeline, w.clock,
+                          {.consume = {.queue = "billing"}, .on_event = [&](const auto& e) {
+                               if (e.what == letterbox::consumer_event::kind::redelivered)
+                                   redelivered.emplace_back(e.reason);
+                           }});
+    w.start(c);
+    w.publish(t, "billing", "order-1");
+    REQUIRE(w.drive_until([&] { return c.stats().acked == 1; }));
+    CHECK(c.stats().redelivered == 1);
+    CHECK(redelivered == std::vector<std::string>{"warehouse API timed out"});
+}
+
 TEST_CASE("a forward whose publish fails requeues the original: nothing is lost",
           "[middleware][redelivery]") {
     world w;

@@ -37,8 +37,9 @@ inline letterbox_metrics::letterbox_metrics(metrics_registry& r)
     , rejected_(&r.make_counter("letterbox_rejected_total",
                                 "Deliveries rejected without requeue (the broker dead-letters "
                                 "them)"))
-    , retried_(&r.make_counter("letterbox_retried_total",
-                               "Handler runs repeated after an in-process retry delay"))
+    , retried_(
+          &r.make_counter("letterbox_retried_total",
+                          "Handler runs repeated by an in-process retry, at once or after a delay"))
     , redelivered_(&r.make_counter("letterbox_redelivered_total",
                                    "Deliveries handed back to the broker for a delayed retry"))
     , forward_failed_(&r.make_counter("letterbox_forward_failed_total",
