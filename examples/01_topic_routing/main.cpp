@@ -15,7 +15,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -83,6 +82,10 @@ asio::awaitable<int> run(in_memory::broker& broker, in_memory::transport& t) {
     // (permanently: reject without requeue), which dead-letters them to `orders.dlx`.
     std::map<std::string, std::vector<std::string>> landed;
     std::optional<delivery> dead;
+    int unsettled = 0; // acks and rejects that failed
+    auto settled = [&unsettled](error_code ec) {
+        unsettled += ec ? 1 : 0;
+    };
     for (const auto& q : queues) {
         consume_options options{.queue = q.name};
         std::function<void(delivery)> on_delivery = [&, name = q.name](delivery d) {
@@ -91,9 +94,9 @@ asio::awaitable<int> run(in_memory::broker& broker, in_memory::transport& t) {
             else
                 landed[d.msg.routing_key].push_back(name);
             if (name == "billing" && d.msg.routing_key == "orders.refund.requested")
-                t.async_reject(d, /*requeue=*/false, asio::detached);
+                t.async_reject(d, /*requeue=*/false, settled);
             else
-                t.async_ack(d, asio::detached);
+                t.async_ack(d, settled);
         };
         co_await t.async_consume(options, std::move(on_delivery), use_awaitable);
     }
@@ -150,6 +153,7 @@ asio::awaitable<int> run(in_memory::broker& broker, in_memory::transport& t) {
     check(broker.counters().dead_lettered_of(in_memory::dead_letter_reason::rejected) == 1,
           "counter");
     check(broker.total_ready() == 0 && broker.total_unacked() == 0, "every queue drained");
+    check(unsettled == 0, "every ack and reject succeeded");
 
     // Durability: a restart keeps durable queues and their persistent messages, and nothing
     // else, as RabbitMQ does (tests/integration/amqp_recovery.cpp restarts a real one).

@@ -164,8 +164,13 @@ int main() {
     }};
     if (!wait_until([&] { return declared.load(); }))
         return fail("declare");
+    std::atomic<int> failed_operations{0}; // a start or a publish that did not succeed
+    auto count_failure = [&failed_operations](error_code ec, auto&&...) {
+        if (ec)
+            ++failed_operations;
+    };
     on_io([&] {
-        worker.async_start([](std::error_code, std::string) {});
+        worker.async_start(count_failure);
         dlq_depth.start();
         for (const char* body : {R"({"order": 1, "amount": 1200})", R"({"order": 2, "total": 990})",
                                  R"({"order": 3, "amount": 75})"}) {
@@ -175,11 +180,13 @@ int main() {
             m.routing_key = "payments.work";
             m.body = body;
             m.properties.content_type = "application/json";
-            transport.async_publish(m, [](std::error_code) {});
+            transport.async_publish(m, count_failure);
         }
     });
     if (!wait_until([&] { return processed == 2 && alerted; }))
         return fail("the poison message was not dead-lettered");
+    if (failed_operations != 0)
+        return fail("start or publish");
     std::printf("worker: 2 of 3 payments processed; the DLQ alert fired\n");
 
     auto health = request(port, http::verb::get, "/health");

@@ -92,13 +92,17 @@ int main() {
 
     //[publish
     lb::message_id_generator ids;
+    auto confirmed = [](lb::error_code ec) { // the broker confirmed and routed it, or it throws
+        if (ec)
+            throw lb::error(ec, "publish");
+    };
     auto publish = [&](std::string body) {
         lb::message m;
         m.id = ids();
         m.routing_key = "orders";
         m.body = std::move(body);
         m.properties.content_type = "application/json";
-        transport.async_publish(m, [](std::error_code) {});
+        transport.async_publish(m, confirmed);
         return m;
     };
     // Declare the queues, start consuming, then publish three orders (and one of them twice).
@@ -111,7 +115,7 @@ int main() {
             publish(R"({"id": 1, "sku": "book"})");
             const auto lamp = publish(R"({"id": 2, "sku": "lamp"})"); // fails once, then ships
             publish(R"({"id": 3})");                                  // poison: no sku
-            transport.async_publish(lamp, [](std::error_code) {});    // a duplicate delivery
+            transport.async_publish(lamp, confirmed);                 // a duplicate delivery
         });
     });
     io.run_for(500ms);

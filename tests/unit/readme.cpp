@@ -19,20 +19,30 @@ int main() {
     boost::asio::io_context io;
     letterbox::in_memory::broker broker(io.get_executor());  // a RabbitMQ 3.10 model
     letterbox::in_memory::transport bus(broker);
+    int failures = 0;
+    auto report = [&failures](const char* what) {  // a completion that reports a failure
+        return [&failures, what](letterbox::error_code ec, auto&&...) {
+            if (!ec)
+                return;
+            ++failures;
+            std::cerr << what << " failed: " << ec.message() << "\n";
+        };
+    };
 
-    bus.async_declare(letterbox::topology::queue{.name = "emails"}, [](std::error_code) {});
+    bus.async_declare(letterbox::topology::queue{.name = "emails"}, report("declare"));
     letterbox::message welcome;
     welcome.routing_key = "emails";
     welcome.body = "welcome, Ana";
-    bus.async_publish(welcome, [](std::error_code ec) {  // completes on the broker's confirm
+    bus.async_publish(welcome, [&](letterbox::error_code ec) {  // on the broker's confirm
         std::cout << "published: " << (ec ? ec.message() : "confirmed") << "\n";
+        failures += ec ? 1 : 0;
     });
     bus.async_consume({.queue = "emails"}, [&](letterbox::delivery d) {
         std::cout << "received: " << d.msg.body << "\n";
-        bus.async_ack(d, [](std::error_code) {});
-    }, [](std::error_code, std::string) {});
+        bus.async_ack(d, report("ack"));
+    }, report("consume"));
     io.run();
-    return 0;
+    return failures == 0 ? 0 : 1;
 }
 } // namespace readme // hidden
 //]
