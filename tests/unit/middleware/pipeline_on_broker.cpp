@@ -118,6 +118,16 @@ const letterbox::field_table* death_entry(const letterbox::message& m, const std
     return nullptr;
 }
 
+/// Consumer options for the queue "billing" whose observer appends the reason of every event of
+/// kind `k` to `into`.
+letterbox::consumer_options billing_reasons_of(letterbox::consumer_event::kind k,
+                                               std::vector<std::string>& into) {
+    return {.consume = {.queue = "billing"}, .on_event = [k, &into](const auto& e) {
+                if (e.what == k)
+                    into.emplace_back(e.reason);
+            }};
+}
+
 } // namespace
 
 TEST_CASE("a poison message among 99 good ones is delivered max-attempts times, then "
@@ -363,10 +373,7 @@ TEST_CASE("immediate in-process retries are counted and reported, each with what
     std::vector<std::string> retried;
     auto pipeline = mw::compose(handle, mw::retry(backoff::immediate(3)));
     letterbox::consumer c(t, pipeline, w.clock,
-                          {.consume = {.queue = "billing"}, .on_event = [&](const auto& e) {
-                               if (e.what == letterbox::consumer_event::kind::retried)
-                                   retried.emplace_back(e.reason);
-                           }});
+                          billing_reasons_of(letterbox::consumer_event::kind::retried, retried));
     w.start(c);
     w.publish(t, "billing", "order-1");
     REQUIRE(w.drive_until([&] { return c.stats().acked == 1; }));
@@ -387,11 +394,9 @@ TEST_CASE("a redelivery is reported with what failed", "[middleware][redelivery]
     };
     std::vector<std::string> redelivered;
     auto pipeline = mw::compose(handle, mw::redelivery(backoff::fixed(1s, 3), topo, w.clock));
-    letterbox::consumer c(t, pipeline, w.clock,
-                          {.consume = {.queue = "billing"}, .on_event = [&](const auto& e) {
-                               if (e.what == letterbox::consumer_event::kind::redelivered)
-                                   redelivered.emplace_back(e.reason);
-                           }});
+    letterbox::consumer c(
+        t, pipeline, w.clock,
+        billing_reasons_of(letterbox::consumer_event::kind::redelivered, redelivered));
     w.start(c);
     w.publish(t, "billing", "order-1");
     REQUIRE(w.drive_until([&] { return c.stats().acked == 1; }));
