@@ -83,7 +83,7 @@ struct consumer<Transport, Handler, Clock>::state {
             return t->async_ack(*d, ignore);
         case disposition::kind::fail: {
             c.failed.fetch_add(1, std::memory_order_relaxed);
-            s->observe(consumer_event::kind::failed, *d, reason_of(r));
+            s->observe(consumer_event::kind::failed, *d, r.failure());
             // The consumer's own database failed (locked, full, unreadable): not the
             // message's fault, so it must be handled again rather than dead-lettered,
             // after a wait (a requeue would spin while the database stays locked).
@@ -93,7 +93,7 @@ struct consumer<Transport, Handler, Clock>::state {
             // fails the same way on every delivery: requeueing it would spin forever.
             if (s->options.on_failure == failure_action::requeue && !r.failure()->permanent)
                 return t->async_nack(*d, true, ignore);
-            s->observe(consumer_event::kind::rejected, *d, reason_of(r));
+            s->observe(consumer_event::kind::rejected, *d, r.failure());
             return t->async_reject(*d, false, ignore);
         }
         case disposition::kind::requeue:
@@ -101,12 +101,12 @@ struct consumer<Transport, Handler, Clock>::state {
             s->observe(consumer_event::kind::failed, *d);
             return t->async_nack(*d, true, ignore);
         case disposition::kind::reject:
-            count(*s, r.why(), *d, reason_of(r));
+            count(*s, r.why(), *d, s->observed_reason(r));
             s->observe(consumer_event::kind::rejected, *d);
             return t->async_reject(*d, false, ignore);
         case disposition::kind::retry_in:
             c.retried.fetch_add(1, std::memory_order_relaxed);
-            s->observe(consumer_event::kind::retried, *d, reason_of(r));
+            s->observe(consumer_event::kind::retried, *d, r.failure());
             return retry_later(s, std::move(d), run, r.delay());
         case disposition::kind::forward:
             return forward(s, std::move(d), std::move(r));
@@ -144,7 +144,19 @@ struct consumer<Transport, Handler, Clock>::state {
     static void count_rerun(void* context, const middleware::handler_failure& why, std::uint32_t) {
         const auto& [s, d] = *static_cast<const rerun_context*>(context);
         s->counts.retried.fetch_add(1, std::memory_order_relaxed);
-        s->observe(consumer_event::kind::retried, *d, reason_of(why));
+        s->observe(consumer_event::kind::retried, *d, &why);
+    }
+
+    /// `reason_of(r)` for an observer to read later; nothing to build without one.
+    std::string observed_reason(const disposition& r) const {
+        return options.on_event ? reason_of(r) : std::string{};
+    }
+
+    /// Reports `k` with what `why` says failed; the text is built only for an observer.
+    void observe(consumer_event::kind k, const delivery& d,
+                 const middleware::handler_failure* why) {
+        if (options.on_event)
+            options.on_event(consumer_event{k, d, why ? reason_of(*why) : std::string{}, {}});
     }
 
     void observe(consumer_event::kind k, const delivery& d, std::string_view reason = {}) {
@@ -189,22 +201,23 @@ struct consumer<Transport, Handler, Clock>::state {
                         disposition r) {
         const auto purpose = r.why();
         std::weak_ptr<state> weak = s;
-        s->transport->async_publish(*r.forwarded(), [weak, d = std::move(d), purpose,
-                                                     reason = reason_of(r)](std::error_code ec) {
-            auto self = weak.lock();
-            if (!self)
-                return;
-            auto ignore = [](std::error_code) {
-            };
-            if (ec) {
-                // Not stored, or not known to be: keep the original.
-                self->counts.forward_failed.fetch_add(1, std::memory_order_relaxed);
-                self->observe(consumer_event::kind::forward_failed, *d);
-                return self->transport->async_nack(*d, true, ignore);
-            }
-            count(*self, purpose, *d, reason);
-            self->transport->async_ack(*d, ignore);
-        });
+        s->transport->async_publish(
+            *r.forwarded(),
+            [weak, d = std::move(d), purpose, reason = s->observed_reason(r)](std::error_code ec) {
+                auto self = weak.lock();
+                if (!self)
+                    return;
+                auto ignore = [](std::error_code) {
+                };
+                if (ec) {
+                    // Not stored, or not known to be: keep the original.
+                    self->counts.forward_failed.fetch_add(1, std::memory_order_relaxed);
+                    self->observe(consumer_event::kind::forward_failed, *d);
+                    return self->transport->async_nack(*d, true, ignore);
+                }
+                count(*self, purpose, *d, reason);
+                self->transport->async_ack(*d, ignore);
+            });
     }
 
     Transport* transport;
