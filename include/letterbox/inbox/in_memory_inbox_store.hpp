@@ -6,9 +6,12 @@
 #include <letterbox/detail/in_memory_store_operation.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/inbox/detail/purge_schedule.hpp>
+#include <letterbox/inbox/inbox_retention.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/store_time.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -29,6 +32,10 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// checked again when the unit commits, so of two units that record the same key concurrently
 /// exactly one commits.
 ///
+/// Records are kept as `inbox_retention` says (7 days by default): `purge_expired`, which the
+/// idempotent middleware calls, deletes older ones itself, and `middleware::compose` checks the
+/// dedup window against `retention()`.
+///
 /// Fault injection: `fail_nth(n, ec)` makes the `n`-th operation from now (0 = the next one)
 /// fail with `ec` and no effect. Every public operation counts as one, and so does the commit
 /// of a unit of work that wrote to this store (the commit then fails and applies nothing).
@@ -40,6 +47,8 @@ public:
     using unit_of_work_type = in_memory_unit_of_work;
 
     in_memory_inbox_store() = default;
+    explicit in_memory_inbox_store(inbox_retention retention) noexcept
+        : schedule_(retention) {}
     in_memory_inbox_store(const in_memory_inbox_store&) = delete;
     in_memory_inbox_store& operator=(const in_memory_inbox_store&) = delete;
 
@@ -60,6 +69,19 @@ public:
     /// How many records the store holds.
     std::size_t size(std::error_code& ec);
 
+    /// Begins a unit of work for this store (and any other in-memory store it spans).
+    in_memory_unit_of_work begin() { return {}; }
+
+    /// How long records are kept (`inbox_retention::keep`).
+    std::chrono::milliseconds retention() const noexcept { return schedule_.retention().keep; }
+
+    /// Deletes the records older than `now - retention()` when a purge is due
+    /// (`inbox_retention::purge_every`); returns how many. A purge counts as an operation.
+    std::size_t purge_expired(store_time now, std::error_code& ec) {
+        ec.clear();
+        return schedule_.due(now) ? purge(schedule_.horizon(now), ec) : 0;
+    }
+
     /// Makes operation `n` from now (0 = the next one) fail once with `ec`; replaces any
     /// earlier request.
     void fail_nth(std::size_t n, std::error_code ec = errc::internal_error);
@@ -76,6 +98,7 @@ private:
     }
 
     detail::in_memory_participant core_; // mutex + fault counter, shared with commits
+    detail::purge_schedule schedule_{inbox_retention{}};
     std::map<key_type, store_time, std::less<>> records_;
 };
 

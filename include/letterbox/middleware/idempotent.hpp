@@ -10,6 +10,7 @@
 #include <letterbox/idempotency_key.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/middleware/detail/check_idempotent.hpp>
+#include <letterbox/store_time.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -95,10 +96,12 @@ public:
             counters_->refused.fetch_add(1, std::memory_order_relaxed);
             return errc::missing_idempotency_key;
         }
+        const store_time now = clock_->wall_now();
+        purge_expired(now);
         unit_of_work_type uow = begin_();
         std::error_code ec;
         if (key)
-            ec = inbox_->try_record(uow, consumer_id_, *key, clock_->wall_now());
+            ec = inbox_->try_record(uow, consumer_id_, *key, now);
         // A rollback that fails cannot be acted on: the error to report is the one before it,
         // and the unit is discarded either way.
         if (ec == errc::already_processed) {
@@ -209,8 +212,17 @@ public:
         return h;
     }
 
-    /// The retention declared with `with_retention`, if any.
-    std::optional<std::chrono::milliseconds> retention() const noexcept { return retention_; }
+    /// How long the inbox keeps records: what `with_retention` declared, else the store's own
+    /// retention (`inbox_retention`) when it has one. `middleware::compose` refuses a pipeline
+    /// whose redelivery horizon is longer.
+    std::optional<std::chrono::milliseconds> retention() const noexcept {
+        if (retention_)
+            return retention_;
+        if constexpr (requires { inbox_->retention(); })
+            return inbox_->retention();
+        else
+            return std::nullopt;
+    }
 
     /// A snapshot of the counts, shared by every copy of this handler.
     idempotent_stats stats() const noexcept {
@@ -242,6 +254,15 @@ private:
         counters_->duplicates.fetch_add(1, std::memory_order_relaxed);
         if (on_duplicate_)
             on_duplicate_(m);
+    }
+
+    // A store that purges itself does it here, outside the unit of work (it takes the write
+    // lock of its own). Best effort: a failed purge leaves the records to the next one.
+    void purge_expired(store_time now) {
+        if constexpr (requires(std::error_code & e) { inbox_->purge_expired(now, e); }) {
+            std::error_code ignored;
+            (void)inbox_->purge_expired(now, ignored);
+        }
     }
 
     bool halts_at(failpoint p, const message_id& id) const {
@@ -332,6 +353,30 @@ template <class Inbox, class Begin, class Effect, class Clock>
 idempotent_handler<Inbox, Begin, Effect, Clock> idempotent(Effect effect, Inbox& inbox, Begin begin,
                                                            std::string consumer_id, Clock& clock) {
     return {std::move(effect), inbox, std::move(begin), std::move(consumer_id), clock};
+}
+
+namespace detail {
+/// The `begin` of an inbox store that begins its own units of work (`inbox.begin()`).
+template <class Inbox>
+struct begin_of_store {
+    Inbox* inbox;
+    auto operator()() const { return inbox->begin(); }
+};
+} // namespace detail
+
+/// The idempotent middleware on a store that begins its own units of work
+/// (`sqlite::inbox_store`, `in_memory_inbox_store`): `inbox.begin()` begins each one.
+///
+///     auto h = letterbox::middleware::idempotent(effect, inbox, "access-service", clock);
+template <class Inbox, class Effect, class Clock>
+auto idempotent(Effect effect, Inbox& inbox, std::string consumer_id, Clock& clock) {
+    static_assert(
+        requires { inbox.begin(); },
+        "idempotent: this inbox store does not begin units of work itself; pass a "
+        "function that begins one: idempotent(effect, inbox, [&] { return "
+        "db.begin(); }, consumer_id, clock)");
+    return idempotent(std::move(effect), inbox, detail::begin_of_store<Inbox>{&inbox},
+                      std::move(consumer_id), clock);
 }
 
 } // namespace middleware

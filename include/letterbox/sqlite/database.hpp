@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <utility>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
@@ -103,6 +104,14 @@ public:
 
     /// For store implementations: the state the stores share with this database.
     const std::shared_ptr<detail::database_state>& state() const noexcept { return state_; }
+
+    /// For store implementations: a handle on the database that `state` belongs to (what a
+    /// store kept from `state()`), e.g. to begin a unit of work on it.
+    static database attach(std::shared_ptr<detail::database_state> state) noexcept {
+        database d;
+        d.state_ = std::move(state);
+        return d;
+    }
 
 private:
     database() = default;

@@ -4,6 +4,8 @@
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/inbox/detail/purge_schedule.hpp>
+#include <letterbox/inbox/inbox_retention.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/detail/database_state.hpp>
@@ -11,6 +13,7 @@
 #include <letterbox/sqlite/unit_of_work.hpp>
 #include <letterbox/store_time.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -30,6 +33,11 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 /// run one after the other: the second learns `errc::already_processed` from `try_record`. A
 /// rolled-back unit leaves no record. `purge`, `contains` and `size` borrow a connection from
 /// the pool; reads see committed records only and never wait.
+///
+/// The store keeps its records for `inbox_retention::keep` (7 days unless told otherwise) and
+/// purges older ones itself (`purge_expired`, which the idempotent middleware calls), so the
+/// table does not grow without bound and `middleware::compose` checks the dedup window against
+/// it. `begin()` begins a unit of work on the store's database.
 ///
 /// Limits: one writer at a time (see `database`); `size` counts the table.
 ///
@@ -51,10 +59,27 @@ public:
     using inbox_store_concept = inbox_store_tag;
     using unit_of_work_type = sqlite::unit_of_work;
 
-    /// A store on `db`'s `letterbox_inbox` table. It shares `db`'s pool (and keeps it alive).
+    /// A store on `db`'s `letterbox_inbox` table that keeps records as `retention` says. It
+    /// shares `db`'s pool (and keeps it alive); copies share the purge schedule.
     /// Precondition: `db.is_open()`.
-    explicit inbox_store(const database& db) noexcept
-        : db_(db.state()) {}
+    explicit inbox_store(const database& db, inbox_retention retention = {})
+        : db_(db.state())
+        , schedule_(std::make_shared<letterbox::detail::purge_schedule>(retention)) {}
+
+    /// Begins a unit of work on the store's database (`database::begin`): throws
+    /// `letterbox::error` when the database stays locked or cannot be written.
+    unit_of_work begin() { return database::attach(db_).begin(); }
+
+    /// How long records are kept (`inbox_retention::keep`).
+    std::chrono::milliseconds retention() const noexcept { return schedule_->retention().keep; }
+
+    /// Deletes the records older than `now - retention()` when a purge is due
+    /// (`inbox_retention::purge_every`), on a connection of its own; returns how many. Call it
+    /// outside any unit of work on this database: it waits for the write lock.
+    std::size_t purge_expired(store_time now, std::error_code& ec) {
+        ec.clear();
+        return schedule_->due(now) ? purge(schedule_->horizon(now), ec) : 0;
+    }
 
     /// Records (`consumer_id`, `id`), stamped `now`, in `uow`'s transaction. Returns
     /// `errc::already_processed` when the key is already recorded (the unit stays usable),
@@ -140,6 +165,7 @@ public:
 
 private:
     std::shared_ptr<detail::database_state> db_;
+    std::shared_ptr<letterbox::detail::purge_schedule> schedule_;
 };
 
 } // namespace letterbox::sqlite

@@ -2,15 +2,20 @@
 
 #include <letterbox/middleware/idempotent.hpp>
 
+#include <letterbox/backoff/fixed.hpp>
 #include <letterbox/concepts/handler.hpp>
+#include <letterbox/error.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
+#include <letterbox/middleware/compose.hpp>
+#include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <latch>
 #include <map>
 #include <stdexcept>
@@ -309,6 +314,70 @@ TEST_CASE("idempotent never records the nil id, even when a key function returns
     CHECK(h(m) == errc::missing_idempotency_key);
     CHECK(h(m) == errc::missing_idempotency_key);
     CHECK(runs == 0);
+}
+
+TEST_CASE("idempotent on a store that begins its own units needs no begin function",
+          "[middleware][idempotent]") {
+    fixture f;
+    auto h = letterbox::idempotent(
+        [&](const letterbox::message& m, letterbox::in_memory_unit_of_work& u) {
+            return f.business.stage(u, m);
+        },
+        f.inbox, "access", f.clock);
+    const auto m = f.message_of();
+    CHECK_FALSE(h(m));
+    CHECK_FALSE(h(m));
+    CHECK(f.business.effects[m.id] == 1);
+    CHECK(h.stats().duplicates == 1);
+}
+
+TEST_CASE("idempotent reports its store's retention, so the dedup window is checked by default",
+          "[middleware][idempotent]") {
+    letterbox::virtual_clock clock;
+    letterbox::in_memory_inbox_store inbox({.keep = std::chrono::hours(1)});
+    auto effect = [](const letterbox::message&, letterbox::in_memory_unit_of_work&) {
+    };
+    auto h = letterbox::idempotent(effect, inbox, "access", clock);
+    CHECK(h.retention() == std::chrono::hours(1));
+    CHECK(h.with_retention(std::chrono::hours(3)).retention() == std::chrono::hours(3));
+
+    const letterbox::topology::retry_topology topo{.queue = "q", .delays = {std::chrono::hours(2)}};
+    try {
+        (void)letterbox::middleware::compose(
+            h, letterbox::middleware::redelivery(
+                   letterbox::backoff::fixed(std::chrono::hours(2), 2), topo, clock));
+        FAIL("a two-hour redelivery horizon passed a one-hour inbox retention");
+    } catch (const letterbox::error& e) {
+        CHECK(e.code() == errc::dedup_window_too_short);
+    }
+    letterbox::in_memory_inbox_store week; // 7 days: the same schedule fits
+    CHECK_NOTHROW(letterbox::middleware::compose(
+        letterbox::idempotent(effect, week, "access", clock),
+        letterbox::middleware::redelivery(letterbox::backoff::fixed(std::chrono::hours(2), 2), topo,
+                                          clock)));
+}
+
+TEST_CASE("idempotent lets its store purge expired records before each unit of work",
+          "[middleware][idempotent]") {
+    letterbox::virtual_clock clock;
+    letterbox::in_memory_inbox_store inbox(
+        {.keep = std::chrono::hours(1), .purge_every = std::chrono::minutes(10)});
+    letterbox::message_id_generator ids{9};
+    auto h = letterbox::idempotent(
+        [](const letterbox::message&, letterbox::in_memory_unit_of_work&) {}, inbox, "c", clock);
+    letterbox::message first;
+    first.id = ids();
+    CHECK_FALSE(h(first));
+    std::error_code ec;
+    CHECK(inbox.size(ec) == 1);
+
+    clock.advance(std::chrono::hours(2));
+    letterbox::message second;
+    second.id = ids();
+    CHECK_FALSE(h(second)); // purges `first` (two hours old), then records `second`
+    CHECK_FALSE(inbox.contains("c", first.id, ec));
+    CHECK(inbox.contains("c", second.id, ec));
+    CHECK(inbox.size(ec) == 1);
 }
 
 } // namespace unit_middleware_idempotent

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <latch>
 #include <string>
 #include <system_error>
@@ -125,6 +126,44 @@ TEST_CASE("sqlite inbox_store on a database that failed to open reports closed",
     CHECK(ec == errc::closed);
     CHECK(inbox.purge(t0(), ec) == 0);
     CHECK(ec == errc::closed);
+}
+
+TEST_CASE("sqlite inbox_store begins units on its database, keeps records 7 days by default and "
+          "purges older ones itself",
+          "[sqlite][inbox_store]") {
+    temp_directory dir;
+    auto db = database::open(dir.file("inbox.db"));
+    CHECK(letterbox::sqlite::inbox_store(db).retention() == std::chrono::hours(24 * 7));
+
+    letterbox::sqlite::inbox_store inbox(
+        db, {.keep = std::chrono::hours(1), .purge_every = std::chrono::minutes(10)});
+    CHECK(inbox.retention() == std::chrono::hours(1));
+    letterbox::message_id_generator ids{41};
+    const letterbox::store_time start = t0();
+    const auto old = ids();
+    {
+        auto uow = inbox.begin();
+        REQUIRE_FALSE(inbox.try_record(uow, "c", old, start));
+        REQUIRE_FALSE(uow.commit());
+    }
+    std::error_code ec;
+    CHECK(inbox.purge_expired(start, ec) == 0); // the first call starts the period
+    CHECK_FALSE(ec);
+    CHECK(inbox.purge_expired(start + std::chrono::hours(2), ec) == 1);
+    CHECK_FALSE(ec);
+    CHECK_FALSE(inbox.contains("c", old, ec));
+
+    const auto recent = ids();
+    {
+        auto uow = inbox.begin();
+        REQUIRE_FALSE(inbox.try_record(uow, "c", recent, start + std::chrono::hours(2)));
+        REQUIRE_FALSE(uow.commit());
+    }
+    // Not due again before ten minutes, and then only what is older than an hour goes.
+    CHECK(inbox.purge_expired(start + std::chrono::hours(2) + std::chrono::minutes(5), ec) == 0);
+    CHECK(inbox.purge_expired(start + std::chrono::hours(2) + std::chrono::minutes(30), ec) == 0);
+    CHECK(inbox.contains("c", recent, ec));
+    CHECK(inbox.size(ec) == 1);
 }
 
 } // namespace unit_sqlite_inbox_store
