@@ -4,10 +4,12 @@
 #include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/message_type.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,14 +76,25 @@ std::optional<T> decode_payload(const message& m, std::error_code& ec) noexcept 
     }
 }
 
-/// Throwing form of `decode_payload`: throws `letterbox::error` with the same codes.
+/// Throwing form of `decode_payload`: throws `letterbox::error` with the same codes, and a
+/// text that says what is wrong (the content type, or the JSON decoder's own message).
 template <class T>
 T decode_payload(const message& m) {
-    std::error_code ec;
-    auto v = decode_payload<T>(m, ec);
-    if (!v)
-        throw error(ec, "cannot decode the payload of message " + boost::uuids::to_string(m.id));
-    return std::move(*v);
+    const auto cannot = [&](errc code, const std::string& why) {
+        return error(code, "cannot decode the payload of message " + boost::uuids::to_string(m.id) +
+                               ": " + why);
+    };
+    if (m.properties.content_type && *m.properties.content_type != json_content_type)
+        throw cannot(errc::payload_malformed,
+                     "its content type is '" + *m.properties.content_type + "', not JSON");
+    auto j = detail::parse_json_body(m.body);
+    if (j.is_discarded())
+        throw cannot(errc::payload_malformed, "the body is not JSON");
+    try {
+        return j.template get<T>();
+    } catch (const std::exception& e) {
+        throw cannot(errc::payload_type_mismatch, e.what());
+    }
 }
 
 /// Whether `content_type` names JSON: `application/json` or any `+json` structured syntax
@@ -129,6 +142,20 @@ message make_message(message_id_generator& ids, std::string type, std::string ex
     if (auto ec = encode_payload(m, payload))
         throw error(ec, "cannot encode the payload of a '" + m.type + "' message");
     return m;
+}
+
+/// A message of `T`'s type (`message_type<T>::name`) carrying `payload` as JSON, with a fresh
+/// id from `ids`, for `routing_key` on `exchange` (the default exchange: the queue named
+/// `routing_key`). Publish it, or add it to the outbox in the unit of work of your change:
+///
+///     outbox.add(uow, {letterbox::make_message(ids, order_shipped{o.id}, "shipments")}, now);
+///
+/// Throws `letterbox::error(errc::payload_unencodable)` when it cannot be encoded.
+template <named_message T>
+message make_message(message_id_generator& ids, const T& payload, std::string routing_key,
+                     std::string exchange = {}) {
+    return make_message(ids, std::string(message_type<T>::name), std::move(exchange),
+                        std::move(routing_key), payload);
 }
 
 } // namespace letterbox
