@@ -137,6 +137,27 @@ public:
     template <class Token>
     auto async_stop(const std::string& tag, Token&& token);
 
+    /// Waits until the consumer is idle: no delivery in flight (handled, waiting for a retry,
+    /// or forwarded and waiting for its confirm) and, as far as the transport can tell
+    /// (`async_queue_depth`), no ready message left in the queue. Messages waiting in retry
+    /// queues are not counted: they come back when their delay ends. Completes with
+    /// `void(error_code)`: success, the transport's error when it cannot tell the queue's
+    /// depth, or `operation_aborted` when cancelled through the token's cancellation slot
+    /// (`terminal`, `partial` or `total`: waiting leaves no trace). A consumer that is not
+    /// consuming its queue is idle only once the queue is empty.
+    ///
+    ///     co_await worker.async_wait_idle(asio::use_awaitable);
+    template <class Token>
+    auto async_wait_idle(Token&& token);
+
+    /// Stops gracefully: cancels the consumer with `tag` (no new delivery arrives), then waits
+    /// until every delivery already received is settled (acked, rejected, requeued or
+    /// forwarded). Completes with `void(error_code)`: success, the error of the cancel, or
+    /// `operation_aborted` when cancelled through the token's slot (any type; the consumer
+    /// stays cancelled and its deliveries are still settled).
+    template <class Token>
+    auto async_shutdown(const std::string& tag, Token&& token);
+
     /// What the consumer has seen so far.
     consumer_stats stats() const noexcept;
 

@@ -2,11 +2,13 @@
 
 #include <letterbox/consumer.hpp>
 
+#include <letterbox/backoff/fixed.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
 #include <letterbox/middleware/idempotent.hpp>
+#include <letterbox/middleware/retry.hpp>
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
@@ -351,6 +353,108 @@ TEST_CASE("consumer: an inbox that fails once with store_busy gets the message h
     CHECK(c.stats().failed == 1);
     CHECK(c.stats().dead_lettered == 0);
     CHECK(w.held("work.dlq") == 0);
+}
+
+namespace {
+
+// A handler that fails each message's first run, so the retry layer holds it for a delay.
+struct fails_first_run {
+    std::map<std::string, int>* runs;
+    void operator()(const letterbox::message& m) const {
+        if (++(*runs)[m.body] == 1)
+            throw std::runtime_error("not yet");
+    }
+};
+
+auto held_for_a_second(world& w, std::map<std::string, int>& runs) {
+    return letterbox::consumer(
+        w.transport,
+        letterbox::middleware::compose(
+            fails_first_run{&runs}, letterbox::middleware::retry(letterbox::backoff::fixed(1s, 2))),
+        w.clock, options_for("work", letterbox::failure_action::dead_letter));
+}
+
+} // namespace
+
+TEST_CASE("consumer async_wait_idle completes only once every delivery is settled and the queue "
+          "is drained",
+          "[consumer]") {
+    world w;
+    w.declare_queue_with_dead_letters("work");
+    std::map<std::string, int> runs;
+    auto c = held_for_a_second(w, runs);
+
+    // Not consuming, empty queue: idle at once.
+    std::optional<std::error_code> idle;
+    c.async_wait_idle([&](std::error_code ec) { idle = ec; });
+    REQUIRE(w.run_until([&] { return idle.has_value(); }));
+    CHECK_FALSE(*idle);
+
+    w.start(c);
+    for (const char* body : {"a", "b", "c"})
+        REQUIRE_FALSE(w.publish("work", body));
+    idle.reset();
+    c.async_wait_idle([&](std::error_code ec) { idle = ec; });
+    // Each message failed once and waits a second of virtual time: not idle.
+    REQUIRE(w.run_until([&] { return runs.size() == 3; }));
+    CHECK_FALSE(w.run_until([&] { return idle.has_value(); }, 50ms));
+    w.clock.advance(1s);
+    REQUIRE(w.run_until([&] { return idle.has_value(); }));
+    CHECK_FALSE(*idle);
+    CHECK(c.stats().acked == 3);
+    CHECK(w.broker.queue("work")->ready == 0);
+    CHECK(w.broker.queue("work")->unacked == 0);
+}
+
+TEST_CASE("consumer async_wait_idle waits while the queue holds messages nobody takes, and is "
+          "cancelled by any cancellation type",
+          "[consumer][cancellation]") {
+    world w;
+    w.declare_queue_with_dead_letters("work");
+    REQUIRE_FALSE(w.publish("work", "a")); // the consumer never starts
+    std::map<std::string, int> runs;
+    auto c = held_for_a_second(w, runs);
+    for (auto type :
+         {boost::asio::cancellation_type::terminal, boost::asio::cancellation_type::partial,
+          boost::asio::cancellation_type::total}) {
+        boost::asio::cancellation_signal signal;
+        std::optional<std::error_code> idle;
+        c.async_wait_idle(boost::asio::bind_cancellation_slot(
+            signal.slot(), [&](std::error_code ec) { idle = ec; }));
+        CHECK_FALSE(w.run_until([&] { return idle.has_value(); }, 50ms));
+        signal.emit(type);
+        REQUIRE(w.run_until([&] { return idle.has_value(); }));
+        CHECK(*idle == std::errc::operation_canceled);
+    }
+    CHECK(runs.empty());
+}
+
+TEST_CASE("consumer async_shutdown cancels the consumer, then waits for the deliveries it holds",
+          "[consumer]") {
+    world w;
+    w.declare_queue_with_dead_letters("work");
+    std::map<std::string, int> runs;
+    auto c = held_for_a_second(w, runs);
+    const auto tag = w.start(c);
+    REQUIRE_FALSE(w.publish("work", "a"));
+    REQUIRE(w.run_until([&] { return runs.size() == 1; }));
+
+    std::optional<std::error_code> stopped;
+    c.async_shutdown(tag, [&](std::error_code ec) { stopped = ec; });
+    REQUIRE(w.run_until([&] { return w.broker.queue("work")->consumers == 0; }));
+    REQUIRE_FALSE(w.publish("work", "b")); // no longer consumed
+    CHECK_FALSE(w.run_until([&] { return stopped.has_value(); }, 50ms));
+    w.clock.advance(1s); // the held delivery runs again and is acked
+    REQUIRE(w.run_until([&] { return stopped.has_value(); }));
+    CHECK_FALSE(*stopped);
+    CHECK(runs == std::map<std::string, int>{{"a", 2}});
+    CHECK(c.stats().acked == 1);
+    CHECK(w.broker.queue("work")->ready == 1);
+
+    std::optional<std::error_code> again;
+    c.async_shutdown(tag, [&](std::error_code ec) { again = ec; });
+    REQUIRE(w.run_until([&] { return again.has_value(); }));
+    CHECK_FALSE(*again); // as basic.cancel of a gone tag: nothing to cancel, nothing held
 }
 
 } // namespace unit_consumer

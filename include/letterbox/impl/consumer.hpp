@@ -5,23 +5,30 @@
 #include <letterbox/consumer.hpp>
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/error_code.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/handling.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
@@ -47,6 +54,7 @@ struct consumer<Transport, Handler, Clock>::state {
     static void handle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
                        std::uint32_t run, std::uint32_t store_failures = 0) {
         if (run == 1 && store_failures == 0) {
+            s->in_flight.fetch_add(1, std::memory_order_relaxed);
             s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::delivered, *d);
         }
@@ -80,7 +88,8 @@ struct consumer<Transport, Handler, Clock>::state {
         case disposition::kind::ack:
             c.acked.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::acked, *d);
-            return t->async_ack(*d, ignore);
+            t->async_ack(*d, ignore);
+            return settled(s);
         case disposition::kind::fail: {
             c.failed.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::failed, *d, r.failure());
@@ -91,19 +100,24 @@ struct consumer<Transport, Handler, Clock>::state {
                 return wait_for_store(s, std::move(d), run, store_failures);
             // A permanent failure (an undecodable payload, a missing idempotency key)
             // fails the same way on every delivery: requeueing it would spin forever.
-            if (s->options.on_failure == failure_action::requeue && !r.failure()->permanent)
-                return t->async_nack(*d, true, ignore);
+            if (s->options.on_failure == failure_action::requeue && !r.failure()->permanent) {
+                t->async_nack(*d, true, ignore);
+                return settled(s);
+            }
             s->observe(consumer_event::kind::rejected, *d, r.failure());
-            return t->async_reject(*d, false, ignore);
+            t->async_reject(*d, false, ignore);
+            return settled(s);
         }
         case disposition::kind::requeue:
             c.failed.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::failed, *d);
-            return t->async_nack(*d, true, ignore);
+            t->async_nack(*d, true, ignore);
+            return settled(s);
         case disposition::kind::reject:
             count(*s, r.why(), *d, s->observed_reason(r));
             s->observe(consumer_event::kind::rejected, *d);
-            return t->async_reject(*d, false, ignore);
+            t->async_reject(*d, false, ignore);
+            return settled(s);
         case disposition::kind::retry_in:
             c.retried.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::retried, *d, r.failure());
@@ -213,11 +227,97 @@ struct consumer<Transport, Handler, Clock>::state {
                     // Not stored, or not known to be: keep the original.
                     self->counts.forward_failed.fetch_add(1, std::memory_order_relaxed);
                     self->observe(consumer_event::kind::forward_failed, *d);
-                    return self->transport->async_nack(*d, true, ignore);
+                    self->transport->async_nack(*d, true, ignore);
+                } else {
+                    count(*self, purpose, *d, reason);
+                    self->transport->async_ack(*d, ignore);
                 }
-                count(*self, purpose, *d, reason);
-                self->transport->async_ack(*d, ignore);
+                settled(self);
             });
+    }
+
+    using wait_op = detail::async_op<void(error_code)>;
+
+    /// Waiting leaves no trace, so every cancellation type may end it.
+    static void cancellable(const wait_op& op) {
+        op.on_cancel([](wait_op cancelled) { cancelled.cancelled(); },
+                     boost::asio::cancellation_type::terminal |
+                         boost::asio::cancellation_type::partial |
+                         boost::asio::cancellation_type::total);
+    }
+
+    /// A delivery left the consumer's hands: tell the waiters when it was the last one.
+    static void settled(const std::shared_ptr<state>& s) {
+        if (s->in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1)
+            check_idle(s);
+    }
+
+    static void add_waiter(const std::shared_ptr<state>& s, std::vector<wait_op> state::*list,
+                           wait_op op) {
+        cancellable(op);
+        {
+            std::lock_guard lock(s->waiters_mutex);
+            auto& l = (*s).*list;
+            std::erase_if(l, [](const wait_op& w) { return w.done(); });
+            l.push_back(std::move(op));
+        }
+        check_idle(s);
+    }
+
+    /// With nothing in flight: completes the shutdowns, and asks the transport whether the
+    /// queue is drained for the idle waits (again, after a pause, while it is not).
+    static void check_idle(const std::shared_ptr<state>& s) {
+        if (s->in_flight.load(std::memory_order_acquire) != 0)
+            return;
+        std::vector<wait_op> drained;
+        bool ask = false;
+        {
+            std::lock_guard lock(s->waiters_mutex);
+            drained.swap(s->drain_waiters);
+            ask = !s->idle_waiters.empty() && !s->asking_depth;
+            s->asking_depth = s->asking_depth || ask;
+        }
+        for (auto& op : drained)
+            op(error_code{});
+        if (!ask)
+            return;
+        if constexpr (requires {
+                          s->transport->async_queue_depth(std::string{},
+                                                          [](error_code, std::uint32_t) {});
+                      }) {
+            std::weak_ptr<state> weak = s;
+            s->transport->async_queue_depth(s->options.consume.queue,
+                                            [weak](error_code ec, std::uint32_t ready) {
+                                                if (auto self = weak.lock())
+                                                    depth_known(self, ec, ready);
+                                            });
+        } else {
+            depth_known(s, {}, 0);
+        }
+    }
+
+    static void depth_known(const std::shared_ptr<state>& s, error_code ec, std::uint32_t ready) {
+        const bool idle = !ec && ready == 0 && s->in_flight.load(std::memory_order_acquire) == 0;
+        std::vector<wait_op> done;
+        {
+            std::lock_guard lock(s->waiters_mutex);
+            s->asking_depth = false;
+            if (ec || idle)
+                done.swap(s->idle_waiters);
+        }
+        for (auto& op : done)
+            op(ec);
+        if (ec || idle || ready == 0)
+            return; // a delivery in flight asks again when it settles
+        // Ready messages but nothing in flight: they are on their way, or another consumer of
+        // the queue takes them. Ask again shortly.
+        auto timer = std::make_shared<boost::asio::steady_timer>(s->transport->get_executor());
+        timer->expires_after(std::chrono::milliseconds(10));
+        std::weak_ptr<state> weak = s;
+        timer->async_wait([weak, timer](auto) {
+            if (auto self = weak.lock())
+                check_idle(self);
+        });
     }
 
     Transport* transport;
@@ -226,6 +326,11 @@ struct consumer<Transport, Handler, Clock>::state {
     Clock* clock;
     consumer_options options;
     counters counts;
+    // Deliveries received and not yet settled, and who waits for that to be none.
+    std::atomic<std::uint64_t> in_flight{0};
+    std::mutex waiters_mutex;
+    std::vector<wait_op> idle_waiters, drain_waiters;
+    bool asking_depth = false; // an async_queue_depth is on its way
 };
 
 template <class Transport, class Handler, class Clock>
@@ -245,6 +350,33 @@ template <class Transport, class Handler, class Clock>
 template <class Token>
 auto consumer<Transport, Handler, Clock>::async_stop(const std::string& tag, Token&& token) {
     return state_->transport->async_cancel(tag, std::forward<Token>(token));
+}
+
+template <class Transport, class Handler, class Clock>
+template <class Token>
+auto consumer<Transport, Handler, Clock>::async_wait_idle(Token&& token) {
+    return detail::async_start<void(error_code)>(
+        std::forward<Token>(token), state_->transport->get_executor(),
+        [s = state_](typename state::wait_op op) {
+            state::add_waiter(s, &state::idle_waiters, std::move(op));
+        });
+}
+
+template <class Transport, class Handler, class Clock>
+template <class Token>
+auto consumer<Transport, Handler, Clock>::async_shutdown(const std::string& tag, Token&& token) {
+    return detail::async_start<void(error_code)>(
+        std::forward<Token>(token), state_->transport->get_executor(),
+        [s = state_, tag](typename state::wait_op op) {
+            state::cancellable(op);
+            std::weak_ptr<state> weak = s;
+            s->transport->async_cancel(tag, [weak, op](error_code ec) {
+                auto self = weak.lock();
+                if (ec || !self)
+                    return op(ec);
+                state::add_waiter(self, &state::drain_waiters, op);
+            });
+        });
 }
 
 template <class Transport, class Handler, class Clock>
