@@ -12,21 +12,28 @@
 #include <letterbox/letterbox.hpp>
 #include <letterbox/sqlite.hpp>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
-using namespace std::chrono_literals;
+namespace asio = boost::asio;
 namespace lb = letterbox;
+using namespace std::chrono_literals;
 //]
 
 //[handler
-// The payload, decoded from the message's JSON body by its nlohmann `from_json`.
+// The message: its JSON is read and written by nlohmann's `from_json` / `to_json`, and it
+// travels under the type name `order-placed`.
 struct order {
+    static constexpr std::string_view message_type = "order-placed";
     int id = 0;
     std::string sku;
 };
@@ -36,9 +43,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(order, id, sku)
 // at all. Throwing fails the attempt; what happens next is the pipeline's decision.
 struct ship_order {
     int* flaky_calls;
-    void operator()(const lb::message& m, lb::sqlite::unit_of_work& uow) const {
-        // No `sku`: a payload error, permanent (dead-lettered, never retried).
-        const auto o = lb::decode_payload<order>(m);
+    void operator()(const order& o, lb::sqlite::unit_of_work& uow) const {
         if (o.id == 2 && ++*flaky_calls == 1)
             throw std::runtime_error("warehouse API timed out"); // transient: retried
         std::error_code ec;
@@ -52,20 +57,16 @@ struct ship_order {
 };
 //]
 
+//[setup
 int main() {
-    //[setup
     // A directory of its own (two copies may run at once: the example and the install test).
     const auto dir = std::filesystem::temp_directory_path() /
                      ("letterbox-getting-started-" + lb::to_string(lb::message_id_generator{}()));
     std::filesystem::create_directories(dir);
 
-    boost::asio::io_context io;
-    lb::steady_clock clock;
+    asio::io_context io;
     lb::in_memory::broker broker(io.get_executor()); // later: lb::amqp::transport
     lb::in_memory::transport transport(broker, "orders-worker");
-
-    // orders, its retry queues (TTL queues that dead-letter back) and orders.dlq.
-    const lb::topology::retry_topology topology{.queue = "orders", .delays = {1s, 10s}};
 
     auto db = lb::sqlite::database::open((dir / "shipping.db").string());
     {
@@ -75,52 +76,45 @@ int main() {
         if (auto ec = uow.commit())
             throw lb::error(ec, "commit the shipments table");
     }
-    lb::sqlite::inbox_store inbox(db);
     //]
 
     //[pipeline
+    lb::sqlite::inbox_store inbox(db); // keeps its records 7 days, and purges older ones itself
+    auto orders = lb::receive_endpoint(transport, {.queue = "orders", .consumer_id = "shipping"})
+                      .retry(lb::backoff::immediate(2)) // 2 runs per delivery, in process
+                      .redelivery(lb::backoff::exponential(1s, 10.0, 10s, 3)); // 1 s, then 10 s
     int flaky_calls = 0;
-    auto shipping = lb::idempotent(
-        ship_order{&flaky_calls}, inbox, [&] { return db.begin(); }, "shipping", clock);
-    auto pipeline = lb::middleware::compose(
-        shipping, // innermost: the effect and the inbox record in one SQLite transaction
-        lb::middleware::dead_letter({.consumer_id = "shipping"}, clock),
-        lb::middleware::redelivery(lb::backoff::exponential(1s, 10.0, 10s, 3), topology, clock),
-        lb::middleware::retry(lb::backoff::immediate(2)));
-    lb::consumer worker(transport, pipeline, clock, {.consume = {.queue = "orders"}});
+    auto worker = orders.consume(inbox, lb::typed<order>(ship_order{&flaky_calls}));
     //]
 
-    //[publish
-    lb::message_id_generator ids;
-    auto confirmed = [](lb::error_code ec) { // the broker confirmed and routed it, or it throws
-        if (ec)
-            throw lb::error(ec, "publish");
+    //[run
+    auto run = [&]() -> asio::awaitable<void> {
+        // orders, orders.retry.1000ms, orders.retry.10000ms and orders.dlq
+        co_await orders.async_declare(asio::use_awaitable);
+        const std::string tag = co_await worker.async_start(asio::use_awaitable);
+
+        lb::message_id_generator ids;
+        const auto book = lb::make_message(ids, order{1, "book"}, "orders");
+        const auto lamp = lb::make_message(ids, order{2, "lamp"}, "orders"); // fails once
+        auto poison = lb::make_message(ids, order{3, ""}, "orders");
+        poison.body = R"({"id": 3})"; // no sku: it never decodes, so it is dead-lettered
+        // Each publish completes when the broker confirmed it, or throws. The lamp goes twice:
+        // a duplicate delivery, for the inbox to absorb.
+        const lb::message* published[] = {&book, &lamp, &poison, &lamp};
+        for (const lb::message* m : published)
+            co_await transport.async_publish(*m, asio::use_awaitable);
+
+        co_await worker.async_wait_idle(asio::use_awaitable); // all handled and settled
+        co_await worker.async_shutdown(tag, asio::use_awaitable);
     };
-    auto publish = [&](std::string body) {
-        lb::message m;
-        m.id = ids();
-        m.routing_key = "orders";
-        m.body = std::move(body);
-        m.properties.content_type = "application/json";
-        transport.async_publish(m, confirmed);
-        return m;
-    };
-    // Declare the queues, start consuming, then publish three orders (and one of them twice).
-    lb::topology::async_declare_all(transport, topology.queues(), [&](std::error_code ec) {
-        if (ec)
-            throw lb::error(ec, "declare");
-        worker.async_start([&](std::error_code ec, std::string) {
-            if (ec)
-                throw lb::error(ec, "consume");
-            publish(R"({"id": 1, "sku": "book"})");
-            const auto lamp = publish(R"({"id": 2, "sku": "lamp"})"); // fails once, then ships
-            publish(R"({"id": 3})");                                  // poison: no sku
-            transport.async_publish(lamp, confirmed);                 // a duplicate delivery
-        });
+    asio::co_spawn(io, run, [](std::exception_ptr e) {
+        if (e)
+            std::rethrow_exception(e); // out of io.run()
     });
-    io.run_for(500ms);
+    io.run();
     //]
 
+    //[check
     auto count = [&](const char* sql) {
         auto uow = db.begin();
         std::error_code ec;
@@ -135,12 +129,14 @@ int main() {
                 static_cast<unsigned long long>(stats.dead_lettered));
     std::printf("shipments: %lld (orders 1 and 2, once each); duplicates absorbed: %llu\n",
                 static_cast<long long>(count("SELECT COUNT(*) FROM shipments")),
-                static_cast<unsigned long long>(shipping.stats().duplicates));
+                static_cast<unsigned long long>(
+                    lb::middleware::innermost(worker.handler()).stats().duplicates));
     std::printf("in orders.dlq: %zu\n", dlq ? static_cast<std::size_t>(dlq->ready) : 0);
     std::filesystem::remove_all(dir);
     const bool ok = count("SELECT COUNT(*) FROM shipments") == 2 && dlq && dlq->ready == 1;
     return ok ? 0 : 1;
 }
+//]
 
 // (clang-format must not rewrap the regexes below: one per line)
 // clang-format off

@@ -40,11 +40,14 @@
 #include <letterbox/headers.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
+#include <letterbox/inbox/inbox_retention.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/message_type.hpp>
 #include <letterbox/middleware/attempts_before.hpp>
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
 #include <letterbox/middleware/idempotent.hpp>
+#include <letterbox/middleware/innermost.hpp>
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
 #include <letterbox/middleware/stage.hpp>
@@ -52,6 +55,7 @@
 #include <letterbox/outbox/outbox_relay.hpp>
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/payload.hpp>
+#include <letterbox/receive_endpoint.hpp>
 #include <letterbox/retry.hpp>
 #include <letterbox/store_time.hpp>
 #include <letterbox/topology/binding.hpp>
@@ -62,4 +66,5 @@
 #include <letterbox/topology/topic_match.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory.hpp>
+#include <letterbox/typed_handler.hpp>
 #include <letterbox/version.hpp>

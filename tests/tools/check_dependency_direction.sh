@@ -39,6 +39,7 @@ not_vocabulary=(
     src.hpp                        # the definitions of separate compilation (all layers)
     clock.hpp                      # umbrella: the clock concept and its models
     consumer.hpp                   # the consumer, a layer
+    receive_endpoint.hpp           # the consumer with its layers, a layer
     steady_clock.hpp               # a model of `clock`
     virtual_clock.hpp              # a model of `clock`
     in_memory_unit_of_work.hpp     # a model of `unit_of_work`
