@@ -33,6 +33,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -111,10 +113,11 @@ std::error_code await(asio::io_context& io, time_point deadline, Start start) {
 }
 
 // The worker's log: which attempt of a message this is, and how long it waited since the
-// previous one (the backoff, as observed).
+// previous one (the backoff, as observed). Written from the worker's thread pool.
 class attempt_log {
 public:
     void record(const message& m, const std::string& to, const std::string& outcome) {
+        const std::lock_guard lock(mutex_);
         std::int64_t before = 0;
         if (const auto* v = m.headers.find(headers::attempts))
             before = v->as_integer().value_or(0);
@@ -133,6 +136,7 @@ public:
     }
 
 private:
+    std::mutex mutex_;
     std::map<std::string, time_point> last_;
 };
 
@@ -222,10 +226,11 @@ int run_scenario(Transport& transport, asio::io_context& io, letterbox::steady_c
 
     // --- the worker ---------------------------------------------------------------------------
     attempt_log log;
-    std::size_t sent_by_worker = 0;
+    std::atomic<std::size_t> sent_by_worker{0};
     //[send_welcome_email
-    // Synchronous, like every letterbox handler: it blocks this thread for one HTTP exchange,
-    // 2 s at most. It succeeds or throws; the classifier above sorts what it throws.
+    // It blocks for one HTTP exchange, 2 s at most, so it runs on a thread pool of its own
+    // (below): the io thread keeps serving the broker and the API meanwhile. It succeeds or
+    // throws; the classifier above sorts what it throws.
     auto send_welcome_email = [&](const message& m) {
         const auto to = nlohmann::json::parse(m.body).at("email").get<std::string>();
         const http_reply r = post_json(provider.port(), "/send",
@@ -249,7 +254,10 @@ int run_scenario(Transport& transport, asio::io_context& io, letterbox::steady_c
     auto pipeline = middleware::compose(
         send_welcome_email, middleware::dead_letter({.consumer_id = "welcome-email-worker"}, clock),
         middleware::redelivery(policy, topo, clock));
-    consumer worker(transport, pipeline, clock, {.consume = {.queue = queue, .prefetch = 1}});
+    boost::asio::thread_pool blocking(1); // where the handler runs, off the io thread
+    consumer worker(
+        transport, pipeline, clock,
+        {.consume = {.queue = queue, .prefetch = 1}, .handler_executor = blocking.get_executor()});
     //]
     std::optional<std::string> tag;
     worker.async_start([&](std::error_code ec, std::string t) {

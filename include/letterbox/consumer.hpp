@@ -14,6 +14,8 @@
 #include <letterbox/disposition.hpp>
 #include <letterbox/steady_clock.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -54,6 +56,16 @@ struct consumer_options {
     /// as `letterbox::ops::letterbox_metrics`. Called on the transport's executor,
     /// synchronously; it must be quick, must not throw and must not call the consumer.
     std::function<void(const consumer_event&)> on_event{};
+    /// Where the handler runs. Empty (the default): on the transport's executor, one delivery
+    /// at a time. Set it to a thread pool's executor (`asio::thread_pool::get_executor()`) for
+    /// handlers that block, such as an SQLite transaction or a call to a slow service: each
+    /// delivery's pipeline then runs there, up to `consume.prefetch` of them at once, and the
+    /// transport's executor stays free for heartbeats, confirms, the relay and the other
+    /// consumers. What the handler decides is carried out back on the transport's executor.
+    /// The handler, and `on_event` for the `handled` and `retried` events it reports from
+    /// there, must then be safe to call from several threads at once (the middleware layers,
+    /// the idempotent handler and the SQLite stores are).
+    boost::asio::any_io_executor handler_executor{};
 };
 
 /// What a consumer has seen, for metrics and tests.
@@ -95,7 +107,8 @@ struct consumer_stats {
 ///   leaves both (a duplicate for the inbox to absorb), never neither.
 ///
 /// The handler runs on the transport's executor, one delivery at a time per consumer, so a
-/// handler that blocks (a SQLite transaction) holds that executor for its duration.
+/// handler that blocks (a SQLite transaction) holds that executor for its duration, unless
+/// `consumer_options::handler_executor` names another executor (a thread pool) to run it on.
 /// Exceptions thrown by the handler count as failures and never escape; a `std::system_error`
 /// (such as `letterbox::error`) keeps its code. A failure of the consumer's own store (an
 /// `errc::store_*` code: database locked, disk full, ...) is not the message's fault: the

@@ -15,6 +15,8 @@
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -36,6 +38,9 @@ struct receive_endpoint_options {
     std::uint16_t prefetch = 32;
     /// Observes what the consumer does with each delivery (`consumer_options::on_event`).
     std::function<void(const consumer_event&)> on_event{};
+    /// Where the handler runs: empty for the transport's executor, or a thread pool's for
+    /// handlers that block (`consumer_options::handler_executor`).
+    boost::asio::any_io_executor handler_executor{};
 };
 
 namespace detail {
@@ -126,7 +131,8 @@ public:
         return consumer<Transport, decltype(pipeline), Clock>(
             *transport_, std::move(pipeline), *clock_,
             {.consume = {.queue = options_.queue, .prefetch = options_.prefetch},
-             .on_event = options_.on_event});
+             .on_event = options_.on_event,
+             .handler_executor = options_.handler_executor});
     }
 
     /// A consumer of the queue whose `effect` runs in a unit of work of `inbox`, recorded

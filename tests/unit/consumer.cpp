@@ -23,11 +23,14 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -455,6 +458,52 @@ TEST_CASE("consumer async_shutdown cancels the consumer, then waits for the deli
     c.async_shutdown(tag, [&](std::error_code ec) { again = ec; });
     REQUIRE(w.run_until([&] { return again.has_value(); }));
     CHECK_FALSE(*again); // as basic.cancel of a gone tag: nothing to cancel, nothing held
+}
+
+TEST_CASE("consumer runs a blocking handler on its handler executor, with the transport's "
+          "executor free meanwhile",
+          "[consumer][threads]") {
+    world w;
+    w.declare_queue_with_dead_letters("work");
+    w.declare_queue_with_dead_letters("side");
+    boost::asio::thread_pool pool(2);
+    std::mutex m;
+    std::condition_variable cv;
+    int inside = 0;
+    bool released = false;
+    auto o = options_for("work", letterbox::failure_action::dead_letter);
+    o.handler_executor = pool.get_executor();
+    letterbox::consumer c(
+        w.transport,
+        [&](const letterbox::message&) {
+            std::unique_lock lock(m);
+            ++inside;
+            cv.notify_all();
+            // Blocks, as a slow call would, until the test releases it (bounded).
+            if (!cv.wait_for(lock, 20s, [&] { return released; }))
+                throw std::runtime_error("never released");
+        },
+        o);
+    w.start(c);
+    REQUIRE_FALSE(w.publish("work", "a"));
+    REQUIRE_FALSE(w.publish("work", "b"));
+    // Both handlers block at once, on the pool's two threads...
+    REQUIRE(w.run_until([&] {
+        std::lock_guard lock(m);
+        return inside == 2;
+    }));
+    // ...while the io thread still carries out a publish and its confirm.
+    CHECK_FALSE(w.publish("side", "c"));
+    CHECK(c.stats().acked == 0);
+    {
+        std::lock_guard lock(m);
+        released = true;
+    }
+    cv.notify_all();
+    REQUIRE(w.run_until([&] { return c.stats().acked == 2; }));
+    // The acks go out on the io thread, after the pool handed the outcomes back.
+    CHECK(w.run_until([&] { return w.broker.queue("work")->unacked == 0; }));
+    pool.join();
 }
 
 } // namespace unit_consumer

@@ -14,6 +14,7 @@
 #include <letterbox/handling.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
@@ -58,13 +59,32 @@ struct consumer<Transport, Handler, Clock>::state {
             s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::delivered, *d);
         }
+        if (s->options.handler_executor) {
+            // A blocking handler runs on the pool; its outcome is settled back here.
+            return boost::asio::post(
+                s->options.handler_executor, [s, d = std::move(d), run, store_failures]() mutable {
+                    auto r = run_handler(s, *d, run);
+                    auto settle_here = [s, d = std::move(d), run, store_failures,
+                                        r = std::move(r)]() mutable {
+                        settle(s, std::move(d), run, std::move(r), store_failures);
+                    };
+                    boost::asio::post(s->transport->get_executor(), std::move(settle_here));
+                });
+        }
+        auto r = run_handler(s, *d, run);
+        settle(s, std::move(d), run, std::move(r), store_failures);
+    }
+
+    /// Runs the pipeline once for `d`; a handler that throws fails, it never escapes.
+    static disposition run_handler(const std::shared_ptr<state>& s, const delivery& d,
+                                   std::uint32_t run) {
         disposition r = disposition::ack();
         // The clock is read only for an observer: nothing on the hot path without one.
         const bool timed = static_cast<bool>(s->options.on_event);
         const auto started = timed ? s->clock->now() : typename Clock::time_point{};
-        rerun_context rerun{s.get(), d.get()};
+        rerun_context rerun{s.get(), &d};
         try {
-            r = detail::run_inner(s->handler, middleware::handling{*d, run, &count_rerun, &rerun});
+            r = detail::run_inner(s->handler, middleware::handling{d, run, &count_rerun, &rerun});
         } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
             middleware::handler_failure f;
             f.error = errc::internal_error;
@@ -73,9 +93,9 @@ struct consumer<Transport, Handler, Clock>::state {
         if (timed) {
             const auto took =
                 std::chrono::duration_cast<std::chrono::nanoseconds>(s->clock->now() - started);
-            s->options.on_event(consumer_event{consumer_event::kind::handled, *d, {}, took});
+            s->options.on_event(consumer_event{consumer_event::kind::handled, d, {}, took});
         }
-        settle(s, std::move(d), run, std::move(r), store_failures);
+        return r;
     }
 
     static void settle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
