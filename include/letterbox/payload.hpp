@@ -50,6 +50,40 @@ std::error_code encode_payload(message& m, const T& value) noexcept {
     }
 }
 
+namespace detail {
+
+/// The one decoder behind both forms of `decode_payload`: `m.body` into a `T`, or
+/// `std::nullopt` with `ec` set and, when `why` is given, what was wrong (the content type, or
+/// the JSON decoder's own message). Throws only if writing `why` fails to allocate.
+template <class T>
+std::optional<T> decode_json(const message& m, std::error_code& ec, std::string* why) {
+    ec.clear();
+    auto refuse = [&](errc code, auto&& text) -> std::optional<T> {
+        ec = code;
+        if (why)
+            *why = text();
+        return std::nullopt;
+    };
+    if (m.properties.content_type && *m.properties.content_type != json_content_type)
+        return refuse(errc::payload_malformed, [&] {
+            return "its content type is '" + *m.properties.content_type + "', not JSON";
+        });
+    try {
+        auto j = detail::parse_json_body(m.body);
+        if (j.is_discarded())
+            return refuse(errc::payload_malformed,
+                          [] { return std::string("the body is not JSON"); });
+        return j.template get<T>();
+    } catch (const std::exception& e) {
+        return refuse(errc::payload_type_mismatch, [&] { return std::string(e.what()); });
+    } catch (...) {
+        return refuse(errc::payload_type_mismatch,
+                      [] { return std::string("its from_json threw a non-standard exception"); });
+    }
+}
+
+} // namespace detail
+
 /// Decodes `m.body` as JSON into a `T` with its nlohmann `from_json`.
 ///
 /// Never throws and never crashes on hostile input: returns `std::nullopt` and sets `ec` to
@@ -58,43 +92,20 @@ std::error_code encode_payload(message& m, const T& value) noexcept {
 /// Both are permanent failures: a retry cannot fix them, so they go to the dead-letter path.
 template <class T>
 std::optional<T> decode_payload(const message& m, std::error_code& ec) noexcept {
-    ec.clear();
-    if (m.properties.content_type && *m.properties.content_type != json_content_type) {
-        ec = errc::payload_malformed;
-        return std::nullopt;
-    }
-    try {
-        auto j = detail::parse_json_body(m.body);
-        if (j.is_discarded()) {
-            ec = errc::payload_malformed;
-            return std::nullopt;
-        }
-        return j.template get<T>();
-    } catch (...) {
-        ec = errc::payload_type_mismatch;
-        return std::nullopt;
-    }
+    return detail::decode_json<T>(m, ec, nullptr);
 }
 
 /// Throwing form of `decode_payload`: throws `letterbox::error` with the same codes, and a
 /// text that says what is wrong (the content type, or the JSON decoder's own message).
 template <class T>
 T decode_payload(const message& m) {
-    const auto cannot = [&](errc code, const std::string& why) {
-        return error(code, "cannot decode the payload of message " + boost::uuids::to_string(m.id) +
-                               ": " + why);
-    };
-    if (m.properties.content_type && *m.properties.content_type != json_content_type)
-        throw cannot(errc::payload_malformed,
-                     "its content type is '" + *m.properties.content_type + "', not JSON");
-    auto j = detail::parse_json_body(m.body);
-    if (j.is_discarded())
-        throw cannot(errc::payload_malformed, "the body is not JSON");
-    try {
-        return j.template get<T>();
-    } catch (const std::exception& e) {
-        throw cannot(errc::payload_type_mismatch, e.what());
-    }
+    std::error_code ec;
+    std::string why;
+    auto v = detail::decode_json<T>(m, ec, &why);
+    if (!v)
+        throw error(ec, "cannot decode the payload of message " + boost::uuids::to_string(m.id) +
+                            ": " + why);
+    return std::move(*v);
 }
 
 /// Whether `content_type` names JSON: `application/json` or any `+json` structured syntax

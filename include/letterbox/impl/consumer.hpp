@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -280,6 +281,7 @@ struct consumer<Transport, Handler, Clock>::state {
             auto& l = (*s).*list;
             std::erase_if(l, [](const wait_op& w) { return w.done(); });
             l.push_back(std::move(op));
+            s->count_waiters();
         }
         check_idle(s);
     }
@@ -287,7 +289,9 @@ struct consumer<Transport, Handler, Clock>::state {
     /// With nothing in flight: completes the shutdowns, and asks the transport whether the
     /// queue is drained for the idle waits (again, after a pause, while it is not).
     static void check_idle(const std::shared_ptr<state>& s) {
-        if (s->in_flight.load(std::memory_order_acquire) != 0)
+        // Every delivery that is the last in flight comes here: without a waiter, no lock.
+        if (s->in_flight.load(std::memory_order_acquire) != 0 ||
+            s->waiters.load(std::memory_order_acquire) == 0)
             return;
         std::vector<wait_op> drained;
         bool ask = false;
@@ -296,6 +300,7 @@ struct consumer<Transport, Handler, Clock>::state {
             drained.swap(s->drain_waiters);
             ask = !s->idle_waiters.empty() && !s->asking_depth;
             s->asking_depth = s->asking_depth || ask;
+            s->count_waiters();
         }
         for (auto& op : drained)
             op(error_code{});
@@ -324,6 +329,7 @@ struct consumer<Transport, Handler, Clock>::state {
             s->asking_depth = false;
             if (ec || idle)
                 done.swap(s->idle_waiters);
+            s->count_waiters();
         }
         for (auto& op : done)
             op(ec);
@@ -340,6 +346,11 @@ struct consumer<Transport, Handler, Clock>::state {
         });
     }
 
+    /// Publishes how many waits are registered (under `waiters_mutex`).
+    void count_waiters() {
+        waiters.store(idle_waiters.size() + drain_waiters.size(), std::memory_order_release);
+    }
+
     Transport* transport;
     Handler handler;
     std::optional<Clock> owned_clock{}; // the default clock, when none was given
@@ -350,7 +361,8 @@ struct consumer<Transport, Handler, Clock>::state {
     std::atomic<std::uint64_t> in_flight{0};
     std::mutex waiters_mutex;
     std::vector<wait_op> idle_waiters, drain_waiters;
-    bool asking_depth = false; // an async_queue_depth is on its way
+    std::atomic<std::size_t> waiters{0}; // their number, read without the lock
+    bool asking_depth = false;           // an async_queue_depth is on its way
 };
 
 template <class Transport, class Handler, class Clock>
