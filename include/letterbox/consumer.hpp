@@ -99,16 +99,21 @@ struct consumer_stats {
 ///
 /// `Handler` is either a plain `handler` (success acks, failure takes `on_failure`) or a
 /// `delivery_handler` built with middleware (`middleware::compose`), whose
-/// `middleware::disposition` the consumer carries out:
+/// `middleware::disposition` the consumer carries out; or the asynchronous form of either
+/// (`async_handler`: a coroutine, or a function that takes a completion token;
+/// `async_delivery_handler`: the layers around one), which the consumer starts with `co_spawn`
+/// and settles when it completes, holding no thread while it waits (docs/async-handlers.md):
 /// - `ack`; `fail` (the last resort below); `reject` and `requeue` as they say;
 /// - `retry_in`: waits the delay on `Clock` (holding the delivery), then runs again;
 /// - `forward`: publishes the copy (mandatory, confirmed) and acks the original only after
 ///   the confirm; if that publish fails, the original is requeued. A crash in between
 ///   leaves both (a duplicate for the inbox to absorb), never neither.
 ///
-/// The handler runs on the transport's executor, one delivery at a time per consumer, so a
-/// handler that blocks (a SQLite transaction) holds that executor for its duration, unless
+/// The handler runs on the transport's executor, so a synchronous handler that blocks (a
+/// SQLite transaction) holds that executor for its duration, one delivery at a time, unless
 /// `consumer_options::handler_executor` names another executor (a thread pool) to run it on.
+/// An asynchronous handler runs there too, and up to the prefetch of deliveries are in progress
+/// at once while their handlers wait.
 /// Exceptions thrown by the handler count as failures and never escape; a `std::system_error`
 /// (such as `letterbox::error`) keeps its code. A failure of the consumer's own store (an
 /// `errc::store_*` code: database locked, disk full, ...) is not the message's fault: the

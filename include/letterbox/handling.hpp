@@ -26,6 +26,9 @@ struct handling {
     /// What `on_rerun` is called with.
     void* on_rerun_context = nullptr;
 
+    /// This handling for run `r`: the same delivery, told to the same listener.
+    handling with_run(std::uint32_t r) const { return handling{d, r, on_rerun, on_rerun_context}; }
+
     /// Calls `on_rerun`, if any.
     void rerun(const handler_failure& why, std::uint32_t next_run) const {
         if (on_rerun)

@@ -11,6 +11,8 @@
 #include <letterbox/backoff/jitter.hpp>
 #include <letterbox/backoff/none.hpp>
 #include <letterbox/clock.hpp>
+#include <letterbox/concepts/async_delivery_handler.hpp>
+#include <letterbox/concepts/async_handler.hpp>
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
 #include <letterbox/concepts/handler.hpp>
@@ -43,6 +45,7 @@
 #include <letterbox/inbox/inbox_retention.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/message_type.hpp>
+#include <letterbox/middleware/after_call.hpp>
 #include <letterbox/middleware/attempts_before.hpp>
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>

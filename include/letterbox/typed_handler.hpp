@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/awaitable_of.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/payload.hpp>
 
@@ -29,17 +30,33 @@ public:
         requires std::invocable<F&, const T&, More&...> ||
             std::invocable<F&, const T&, const message&, More&...>
     decltype(auto) operator()(const message& m, More&... more) {
-        const T value = decode_payload<T>(m);
+        if constexpr (detail::is_awaitable<decltype(call(std::declval<const T&>(), m, more...))>)
+            return call_async(m, more...);
+        else
+            return call(decode_payload<T>(m), m, more...);
+    }
+
+    /// The function it calls.
+    /// The function it calls.
+    const F& function() const noexcept { return f_; }
+
+private:
+    template <class... More>
+    decltype(auto) call(const T& value, const message& m, More&... more) {
         if constexpr (std::invocable<F&, const T&, const message&, More&...>)
             return std::invoke(f_, value, m, more...);
         else
             return std::invoke(f_, value, more...);
     }
 
-    /// The function it calls.
-    const F& function() const noexcept { return f_; }
+    // A coroutine `f` keeps its `const T&` while it waits: the value lives in this frame.
+    template <class... More>
+    auto call_async(const message& m, More&... more)
+        -> decltype(call(std::declval<const T&>(), m, more...)) {
+        const T value = decode_payload<T>(m);
+        co_return co_await call(value, m, more...);
+    }
 
-private:
     F f_;
 };
 
@@ -47,7 +64,8 @@ private:
 /// `IConsumer<T>` or Watermill's CQRS handlers have them. `f` takes `const T&` first, then
 /// optionally the `const message&` (for its id, headers or routing key), then what the
 /// handler is given: nothing when the consumer runs it, the unit of work when the idempotent
-/// middleware does. It returns `void` or `std::error_code`, as any handler.
+/// middleware does. It returns `void` or `std::error_code`, as any handler, or is a coroutine
+/// that returns `asio::awaitable` of one (an `async_handler`).
 ///
 ///     auto h = letterbox::typed<order>([&](const order& o, letterbox::sqlite::unit_of_work& u) {
 ///         insert_shipment(u.connection(), o.id);

@@ -3,6 +3,7 @@
 #include <letterbox/consumer.hpp>
 
 #include <letterbox/backoff/fixed.hpp>
+#include <letterbox/backoff/immediate.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/middleware/compose.hpp>
@@ -19,22 +20,31 @@
 
 #include <catch2/catch.hpp>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 namespace unit_consumer {
@@ -458,6 +468,155 @@ TEST_CASE("consumer async_shutdown cancels the consumer, then waits for the deli
     c.async_shutdown(tag, [&](std::error_code ec) { again = ec; });
     REQUIRE(w.run_until([&] { return again.has_value(); }));
     CHECK_FALSE(*again); // as basic.cancel of a gone tag: nothing to cancel, nothing held
+}
+
+TEST_CASE("consumer waits for a coroutine handler without holding the transport's executor, "
+          "and acks when it completes",
+          "[consumer][async]") {
+    sim_world w;
+    w.declare("work");
+    w.declare("side");
+    auto timer = std::make_shared<decltype(w.clock.make_timer(w.io.get_executor()))>(
+        w.clock.make_timer(w.io.get_executor()));
+    std::vector<std::string> seen;
+    auto handler = [&](const letterbox::message& m) -> boost::asio::awaitable<void> {
+        timer->expires_after(1s); // a slow call
+        co_await timer->async_wait(boost::asio::use_awaitable);
+        seen.push_back(m.body);
+    };
+    std::vector<letterbox::consumer_event::kind> events;
+    letterbox::consumer_options options;
+    options.consume.queue = "work";
+    options.on_event = [&](const letterbox::consumer_event& e) {
+        events.push_back(e.what);
+    };
+    letterbox::consumer c(w.transport, handler, w.clock, options);
+    w.start(c);
+    w.publish("work", "a");
+    REQUIRE(w.drive_until([&] { return c.stats().delivered == 1; }));
+    // The handler waits; the executor still publishes and confirms.
+    w.publish("side", "b");
+    CHECK(seen.empty());
+    CHECK(c.stats().acked == 0);
+    REQUIRE(w.drive_until([&] { return c.stats().acked == 1 && w.held("work") == 0; }));
+    CHECK(seen == std::vector<std::string>{"a"});
+    using k = letterbox::consumer_event::kind;
+    CHECK(events == std::vector<k>{k::delivered, k::handled, k::acked});
+}
+
+TEST_CASE("consumer: the layers wrap a coroutine handler, and every run of it is reported",
+          "[consumer][async]") {
+    sim_world w;
+    w.declare("work");
+    w.declare("work.dlq");
+    int runs = 0;
+    auto handler = [&](const letterbox::message&) -> boost::asio::awaitable<std::error_code> {
+        ++runs;
+        co_return errc::handler_failed;
+    };
+    auto pipeline = mw::compose(handler, mw::retry(letterbox::backoff::immediate(3)),
+                                mw::dead_letter({}, w.clock));
+    static_assert(letterbox::async_delivery_handler<decltype(pipeline)>);
+    using k = letterbox::consumer_event::kind;
+    std::vector<k> kinds;
+    std::string dead_letter_reason; // an event's text lives during the call only
+    letterbox::consumer_options options;
+    options.consume.queue = "work";
+    options.on_event = [&](const letterbox::consumer_event& e) {
+        kinds.push_back(e.what);
+        if (e.what == k::dead_lettered)
+            dead_letter_reason = e.reason;
+    };
+    letterbox::consumer c(w.transport, pipeline, w.clock, options);
+    w.start(c);
+    w.publish("work", "poison");
+    REQUIRE(w.drive_until([&] { return c.stats().dead_lettered == 1 && w.held("work") == 0; }));
+    CHECK(runs == 3);
+    CHECK(c.stats().retried == 2);
+    CHECK(w.held("work.dlq") == 1);
+    CHECK(kinds == std::vector<k>{k::delivered, k::handled, k::retried, k::handled, k::retried,
+                                  k::handled, k::dead_lettered});
+    CHECK(dead_letter_reason == "retries-exhausted");
+}
+
+TEST_CASE("consumer runs a handler that takes a completion token, and keeps the error code "
+          "it completes with",
+          "[consumer][async]") {
+    sim_world w;
+    w.declare("work.dlq");
+    letterbox::topology::queue work;
+    work.name = "work";
+    letterbox::topology::queue_arguments arguments;
+    arguments.dead_letter_exchange = "";
+    arguments.dead_letter_routing_key = "work.dlq";
+    work.arguments = arguments.to_table();
+    REQUIRE_FALSE(w.await([&](auto h) { w.transport.async_declare(work, h); }));
+    auto timer = std::make_shared<decltype(w.clock.make_timer(w.io.get_executor()))>(
+        w.clock.make_timer(w.io.get_executor()));
+    int calls = 0;
+    // An asynchronous operation: the timer's wait, cancelled on the second message.
+    auto handler = [&](const letterbox::message& m, auto&& token) {
+        ++calls;
+        timer->expires_after(1s);
+        if (m.body == "cancelled")
+            boost::asio::post(w.io.get_executor(), [timer] { timer->cancel(); });
+        return timer->async_wait(std::forward<decltype(token)>(token));
+    };
+    static_assert(letterbox::async_handler<decltype(handler)>);
+    std::vector<std::string> failures;
+    auto options = options_for("work", letterbox::failure_action::dead_letter);
+    options.on_event = [&](const letterbox::consumer_event& e) {
+        if (e.what == letterbox::consumer_event::kind::failed)
+            failures.emplace_back(e.reason);
+    };
+    letterbox::consumer c(w.transport, handler, w.clock, options);
+    w.start(c);
+    w.publish("work", "fine");
+    REQUIRE(w.drive_until([&] { return c.stats().acked == 1; }));
+    w.publish("work", "cancelled");
+    REQUIRE(w.drive_until([&] { return c.stats().failed == 1 && w.held("work") == 0; }));
+    CHECK(calls == 2);
+    CHECK(w.held("work.dlq") == 1);
+    // What the wait completed with: boost::asio::error::operation_aborted, thrown by
+    // use_awaitable and kept as the failure's reason.
+    REQUIRE(failures.size() == 1);
+    CHECK_THAT(failures[0],
+               Catch::Contains(
+                   boost::system::error_code(boost::asio::error::operation_aborted).message()));
+}
+
+TEST_CASE("consumer runs a coroutine handler on its handler executor and settles on the "
+          "transport's",
+          "[consumer][async][threads]") {
+    world w;
+    w.declare_queue_with_dead_letters("work");
+    boost::asio::thread_pool pool(2);
+    const auto io_thread = std::this_thread::get_id();
+    std::atomic<int> on_pool{0}, handled{0};
+    auto o = options_for("work", letterbox::failure_action::dead_letter);
+    o.handler_executor = pool.get_executor();
+    letterbox::consumer c(
+        w.transport,
+        [&](const letterbox::message& m) -> boost::asio::awaitable<std::error_code> {
+            // Waits once (a hop through the pool), as a coroutine that calls a service would.
+            co_await boost::asio::post(co_await boost::asio::this_coro::executor,
+                                       boost::asio::use_awaitable);
+            if (std::this_thread::get_id() != io_thread)
+                on_pool.fetch_add(1);
+            handled.fetch_add(1);
+            co_return m.body == "poison" ? std::error_code(errc::payload_malformed)
+                                         : std::error_code{};
+        },
+        o);
+    w.start(c);
+    for (auto body : {"a", "b", "poison", "c"})
+        REQUIRE_FALSE(w.publish("work", body));
+    REQUIRE(w.run_until([&] { return c.stats().acked == 3 && c.stats().failed == 1; }));
+    CHECK(w.run_until([&] { return w.broker.queue("work")->unacked == 0; }));
+    CHECK(handled.load() == 4);
+    CHECK(on_pool.load() == 4);
+    CHECK(w.broker.queue("work.dlq")->ready == 1);
+    pool.join();
 }
 
 TEST_CASE("consumer runs a blocking handler on its handler executor, with the transport's "

@@ -2,6 +2,7 @@
 
 #include <letterbox/typed_handler.hpp>
 
+#include <letterbox/concepts/async_handler.hpp>
 #include <letterbox/concepts/handler.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
@@ -9,7 +10,17 @@
 
 #include <catch2/catch.hpp>
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <nlohmann/json.hpp>
+
+#include <exception>
+#include <optional>
 
 #include <string>
 #include <system_error>
@@ -87,6 +98,27 @@ TEST_CASE("typed refuses a payload that does not decode, with the decoder's text
     text.properties.content_type = "text/plain";
     CHECK_THROWS_WITH(h(text, uow), Catch::Contains("text/plain"));
     CHECK(calls == 0);
+}
+
+TEST_CASE("typed around a coroutine keeps the decoded value alive while the coroutine waits",
+          "[typed_handler][async]") {
+    std::optional<order> got;
+    auto h = letterbox::typed<order>([&](const order& o) -> boost::asio::awaitable<void> {
+        // Suspends: the value must outlive the call that decoded it.
+        co_await boost::asio::post(co_await boost::asio::this_coro::executor,
+                                   boost::asio::use_awaitable);
+        got = o;
+    });
+    STATIC_REQUIRE(letterbox::async_handler<decltype(h)>);
+    boost::asio::io_context io;
+    const auto m = json(R"({"id": 9, "sku": "desk"})");
+    bool completed = false;
+    boost::asio::co_spawn(io, h(m), [&](const std::exception_ptr& e) { completed = !e; });
+    io.run();
+    CHECK(completed);
+    REQUIRE(got);
+    CHECK(got->id == 9);
+    CHECK(got->sku == "desk");
 }
 
 } // namespace unit_typed_handler

@@ -8,6 +8,8 @@
 #include <letterbox/handling.hpp>
 #include <letterbox/message.hpp>
 
+#include <boost/system/system_error.hpp>
+
 #include <concepts>
 #include <cstdlib>
 #include <cxxabi.h>
@@ -48,6 +50,11 @@ inline middleware::handler_failure current_failure() {
         throw;
     } catch (const std::system_error& e) {
         f.error = e.code() ? e.code() : make_error_code(errc::handler_failed);
+        f.exception_type = demangle(typeid(e).name());
+        f.exception_message = e.what();
+    } catch (const boost::system::system_error& e) {
+        // What `asio::use_awaitable` throws for an operation's error code: keep the code.
+        f.error = e.code() ? std::error_code(e.code()) : make_error_code(errc::handler_failed);
         f.exception_type = demangle(typeid(e).name());
         f.exception_message = e.what();
     } catch (const std::exception& e) {

@@ -7,13 +7,17 @@
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/async_op.hpp>
 #include <letterbox/detail/run_inner.hpp>
+#include <letterbox/detail/run_inner_async.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/error_code.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/handling.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -22,6 +26,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,43 +65,75 @@ struct consumer<Transport, Handler, Clock>::state {
             s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::delivered, *d);
         }
-        if (s->options.handler_executor) {
+        if constexpr (letterbox::detail::runs_async<Handler>) {
+            // A coroutine pipeline: it waits without holding the thread, on the pool if any.
+            const auto ex = s->options.handler_executor
+                                ? s->options.handler_executor
+                                : boost::asio::any_io_executor(s->transport->get_executor());
+            boost::asio::co_spawn(ex, handle_async(s, std::move(d), run, store_failures),
+                                  [](const std::exception_ptr&) {});
+        } else if (s->options.handler_executor) {
             // A blocking handler runs on the pool; its outcome is settled back here.
-            return boost::asio::post(
-                s->options.handler_executor, [s, d = std::move(d), run, store_failures]() mutable {
-                    auto r = run_handler(s, *d, run);
-                    auto settle_here = [s, d = std::move(d), run, store_failures,
-                                        r = std::move(r)]() mutable {
-                        settle(s, std::move(d), run, std::move(r), store_failures);
-                    };
-                    boost::asio::post(s->transport->get_executor(), std::move(settle_here));
-                });
+            boost::asio::post(s->options.handler_executor,
+                              [s, d = std::move(d), run, store_failures]() mutable {
+                                  auto r = run_handler(s, *d, run);
+                                  settle_back(s, std::move(d), run, std::move(r), store_failures);
+                              });
+        } else {
+            auto r = run_handler(s, *d, run);
+            settle(s, std::move(d), run, std::move(r), store_failures);
         }
-        auto r = run_handler(s, *d, run);
-        settle(s, std::move(d), run, std::move(r), store_failures);
+    }
+
+    /// Settles from where the handler ran: on the transport's executor, posted there from a
+    /// pool.
+    static void settle_back(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
+                            std::uint32_t run, disposition r, std::uint32_t store_failures) {
+        if (!s->options.handler_executor)
+            return settle(s, std::move(d), run, std::move(r), store_failures);
+        boost::asio::post(s->transport->get_executor(),
+                          [s, d = std::move(d), run, r = std::move(r), store_failures]() mutable {
+                              settle(s, std::move(d), run, std::move(r), store_failures);
+                          });
     }
 
     /// Runs the pipeline once for `d`; a handler that throws fails, it never escapes.
     static disposition run_handler(const std::shared_ptr<state>& s, const delivery& d,
                                    std::uint32_t run) {
         disposition r = disposition::ack();
-        // The clock is read only for an observer: nothing on the hot path without one.
-        const bool timed = static_cast<bool>(s->options.on_event);
-        const auto started = timed ? s->clock->now() : typename Clock::time_point{};
-        rerun_context rerun{s.get(), &d};
+        run_observer observer{s.get(), &d};
+        observer.started();
         try {
-            r = detail::run_inner(s->handler, middleware::handling{d, run, &count_rerun, &rerun});
+            r = detail::run_inner(s->handler,
+                                  middleware::handling{d, run, &count_rerun, &observer});
         } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
-            middleware::handler_failure f;
-            f.error = errc::internal_error;
-            r = disposition::fail(std::move(f));
+            r = internal_failure();
         }
-        if (timed) {
-            const auto took =
-                std::chrono::duration_cast<std::chrono::nanoseconds>(s->clock->now() - started);
-            s->options.on_event(consumer_event{consumer_event::kind::handled, d, {}, took});
-        }
+        observer.handled();
         return r;
+    }
+
+    /// `run_handler` and `settle_back` for a coroutine pipeline (`run_inner_async` catches).
+    static boost::asio::awaitable<void> handle_async(std::shared_ptr<state> s,
+                                                     std::shared_ptr<const delivery> d,
+                                                     std::uint32_t run,
+                                                     std::uint32_t store_failures) {
+        run_observer observer{s.get(), d.get()};
+        observer.started();
+        const middleware::handling x{*d, run, &count_rerun, &observer};
+        disposition r = internal_failure();
+        try {
+            r = co_await letterbox::detail::run_inner_async(s->handler, x);
+        } catch (...) {
+        }
+        observer.handled();
+        settle_back(s, std::move(d), run, std::move(r), store_failures);
+    }
+
+    static disposition internal_failure() {
+        middleware::handler_failure f;
+        f.error = errc::internal_error;
+        return disposition::fail(std::move(f));
     }
 
     static void settle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
@@ -169,17 +206,34 @@ struct consumer<Transport, Handler, Clock>::state {
         return f.exception_message.empty() ? f.error.message() : f.exception_message;
     }
 
-    /// The delivery a run is for, for `count_rerun`.
-    struct rerun_context {
+    /// Times each run of the handler for the `handled` events: the whole call, or each run
+    /// of it when a layer runs it again at once (the clock is read only for an observer).
+    struct run_observer {
         state* s;
         const delivery* d;
+        typename Clock::time_point start{};
+
+        void started() {
+            if (s->options.on_event)
+                start = s->clock->now();
+        }
+        void handled() const {
+            if (!s->options.on_event)
+                return;
+            const auto took =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(s->clock->now() - start);
+            s->options.on_event(consumer_event{consumer_event::kind::handled, *d, {}, took});
+        }
     };
 
-    /// `handling::on_rerun`: a layer runs the handler again at once (an immediate retry).
+    /// `handling::on_rerun`: a layer runs the handler again at once (an immediate retry). The
+    /// run that failed is reported `handled`, then `retried`, and the next one is timed anew.
     static void count_rerun(void* context, const middleware::handler_failure& why, std::uint32_t) {
-        const auto& [s, d] = *static_cast<const rerun_context*>(context);
-        s->counts.retried.fetch_add(1, std::memory_order_relaxed);
-        s->observe(consumer_event::kind::retried, *d, &why);
+        auto& observer = *static_cast<run_observer*>(context);
+        observer.handled();
+        observer.s->counts.retried.fetch_add(1, std::memory_order_relaxed);
+        observer.s->observe(consumer_event::kind::retried, *observer.d, &why);
+        observer.started();
     }
 
     /// `reason_of(r)` for an observer to read later; nothing to build without one.

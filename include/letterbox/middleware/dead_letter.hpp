@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -53,19 +54,22 @@ struct dead_letter_options {
 
 /// The delivery handler that `dead_letter(...)` makes of `Inner`.
 template <clock Clock, detail::wrappable Inner>
-class dead_letter_handler : public detail::handler_base<Inner> {
+class dead_letter_handler : public detail::handler_base<dead_letter_handler<Clock, Inner>, Inner> {
 public:
     dead_letter_handler(dead_letter_options o, Clock& clock, Inner inner)
-        : detail::handler_base<Inner>(std::move(inner))
+        : detail::handler_base<dead_letter_handler, Inner>(std::move(inner))
         , options_(std::move(o))
         , clock_(&clock) {}
 
-    disposition operator()(const handling& x) {
-        auto r = this->call_inner(x);
+private:
+    friend detail::handler_base<dead_letter_handler, Inner>;
+
+    // After the inner handler gave `r`: what this layer makes of it (never a run again).
+    std::optional<disposition> decide(const handling& x, std::uint32_t, disposition& r) {
         // The consumer's own database failing is not the message's fault: never dead-letter
         // it for that (the consumer requeues it).
         if (!r.failed() || is_store_error(r.failure()->error))
-            return r;
+            return std::move(r);
         handler_failure f = std::move(*r.failure());
         if (f.reason.empty()) {
             f.permanent =
@@ -89,7 +93,6 @@ public:
                                     disposition::purpose::dead_letter);
     }
 
-private:
     dead_letter_options options_;
     Clock* clock_;
 };

@@ -9,8 +9,11 @@
 #include <letterbox/failpoint.hpp>
 #include <letterbox/idempotency_key.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/middleware/after_call.hpp>
 #include <letterbox/middleware/detail/check_idempotent.hpp>
 #include <letterbox/store_time.hpp>
+
+#include <boost/asio/awaitable.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -90,57 +93,49 @@ public:
     /// Exceptions from the effect propagate after the unit of work is rolled back. A message
     /// without an idempotency key is refused with `errc::missing_idempotency_key` before
     /// anything runs, unless `on_missing_key` said to handle it without deduplication.
-    std::error_code operator()(const message& m) {
-        const auto key = key_of(m);
-        if (!key && missing_key_ == idempotency_key::missing_key_action::refuse) {
-            counters_->refused.fetch_add(1, std::memory_order_relaxed);
-            return errc::missing_idempotency_key;
-        }
-        const store_time now = clock_->wall_now();
-        purge_expired(now);
-        unit_of_work_type uow = begin_();
-        std::error_code ec;
-        if (key)
-            ec = inbox_->try_record(uow, consumer_id_, *key, now);
-        // A rollback that fails cannot be acted on: the error to report is the one before it,
-        // and the unit is discarded either way.
-        if (ec == errc::already_processed) {
-            (void)uow.rollback();
-            counted_duplicate(m);
-            return {};
-        }
-        if (!ec) {
-            try {
-                ec = run_effect(m, uow);
-            } catch (...) {
-                (void)uow.rollback();
-                counters_->failed.fetch_add(1, std::memory_order_relaxed);
-                throw;
+    std::error_code operator()(const message& m) requires(!detail::is_after_call<Effect>) {
+        std::optional<message_id> key;
+        if (const std::error_code refused = admit(m, key))
+            return refused;
+        return commit(m, key, [&](unit_of_work_type& uow) { return run_effect(effect_, m, uow); });
+    }
+
+    /// The same for an effect made with `after_call(call, effect)`: a coroutine that makes the
+    /// call first, with no unit of work open, unless the inbox already holds the message, then
+    /// runs the effect with the call's result and commits (see `after_call`). An exception from
+    /// the call propagates, and nothing is recorded.
+    boost::asio::awaitable<std::error_code>
+    operator()(const message& m) requires detail::is_after_call<Effect> {
+        std::optional<message_id> key;
+        if (const std::error_code refused = admit(m, key))
+            co_return refused;
+        if (key) {
+            std::error_code ec;
+            const bool seen = inbox_->contains(consumer_id_, *key, ec);
+            if (ec)
+                co_return ec; // the store failed: the consumer handles it again later
+            if (seen) {
+                counted_duplicate(m);
+                co_return std::error_code{};
             }
         }
-        if (ec) {
-            (void)uow.rollback();
+        using result = detail::call_result_t<decltype(effect_.call)>;
+        try {
+            if constexpr (std::is_void_v<result>) {
+                co_await letterbox::detail::await_call(effect_.call, m);
+                co_return commit(m, key, [&](unit_of_work_type& uow) {
+                    return run_effect(effect_.effect, m, uow);
+                });
+            } else {
+                const result r = co_await letterbox::detail::await_call(effect_.call, m);
+                co_return commit(m, key, [&](unit_of_work_type& uow) {
+                    return run_effect(effect_.effect, m, r, uow);
+                });
+            }
+        } catch (...) {
             counters_->failed.fetch_add(1, std::memory_order_relaxed);
-            return ec;
+            throw;
         }
-        if (halts_at(failpoint::after_effect_before_inbox_commit, m.id)) {
-            (void)uow.rollback(); // the process died: its open transaction is lost
-            throw failpoint_halt(failpoint::after_effect_before_inbox_commit);
-        }
-        ec = uow.commit();
-        if (key && ec == errc::already_processed) {
-            // A concurrent delivery of the same message committed first: its effect stands,
-            // ours was discarded with this unit.
-            counted_duplicate(m);
-            return {};
-        }
-        (ec    ? counters_->failed
-         : key ? counters_->processed
-               : counters_->unkeyed)
-            .fetch_add(1, std::memory_order_relaxed);
-        if (!ec && halts_at(failpoint::after_inbox_commit_before_ack, m.id))
-            throw failpoint_halt(failpoint::after_inbox_commit_before_ack);
-        return ec;
     }
 
     /// The consumer id this handler records under.
@@ -272,13 +267,76 @@ private:
             return false;
     }
 
-    std::error_code run_effect(const message& m, unit_of_work_type& uow) {
-        if constexpr (std::is_void_v<
-                          std::invoke_result_t<Effect&, const message&, unit_of_work_type&>>) {
-            std::invoke(effect_, m, uow);
+    // Whether `m` may be handled: its key in `key`, or the refusal of a message without one.
+    std::error_code admit(const message& m, std::optional<message_id>& key) const {
+        key = key_of(m);
+        if (!key && missing_key_ == idempotency_key::missing_key_action::refuse) {
+            counters_->refused.fetch_add(1, std::memory_order_relaxed);
+            return errc::missing_idempotency_key;
+        }
+        return {};
+    }
+
+    // In one unit of work: records `key` (if any) in the inbox, runs `effect(uow)` unless the
+    // key was there, and commits. Success when committed now or before (a duplicate).
+    template <class RunEffect>
+    std::error_code commit(const message& m, const std::optional<message_id>& key,
+                           RunEffect effect) {
+        const store_time now = clock_->wall_now();
+        purge_expired(now);
+        unit_of_work_type uow = begin_();
+        std::error_code ec;
+        if (key)
+            ec = inbox_->try_record(uow, consumer_id_, *key, now);
+        // A rollback that fails cannot be acted on: the error to report is the one before it,
+        // and the unit is discarded either way.
+        if (ec == errc::already_processed) {
+            (void)uow.rollback();
+            counted_duplicate(m);
+            return {};
+        }
+        if (!ec) {
+            try {
+                ec = effect(uow);
+            } catch (...) {
+                (void)uow.rollback();
+                counters_->failed.fetch_add(1, std::memory_order_relaxed);
+                throw;
+            }
+        }
+        if (ec) {
+            (void)uow.rollback();
+            counters_->failed.fetch_add(1, std::memory_order_relaxed);
+            return ec;
+        }
+        if (halts_at(failpoint::after_effect_before_inbox_commit, m.id)) {
+            (void)uow.rollback(); // the process died: its open transaction is lost
+            throw failpoint_halt(failpoint::after_effect_before_inbox_commit);
+        }
+        ec = uow.commit();
+        if (key && ec == errc::already_processed) {
+            // A concurrent delivery of the same message committed first: its effect stands,
+            // ours was discarded with this unit.
+            counted_duplicate(m);
+            return {};
+        }
+        (ec    ? counters_->failed
+         : key ? counters_->processed
+               : counters_->unkeyed)
+            .fetch_add(1, std::memory_order_relaxed);
+        if (!ec && halts_at(failpoint::after_inbox_commit_before_ack, m.id))
+            throw failpoint_halt(failpoint::after_inbox_commit_before_ack);
+        return ec;
+    }
+
+    // Runs `f(args...)`: its error code, or success for a `void` effect.
+    template <class F, class... Args>
+    static std::error_code run_effect(F& f, Args&... args) {
+        if constexpr (std::is_void_v<std::invoke_result_t<F&, Args&...>>) {
+            std::invoke(f, args...);
             return {};
         } else {
-            return std::invoke(effect_, m, uow);
+            return std::invoke(f, args...);
         }
     }
 
@@ -334,7 +392,9 @@ private:
 /// both apply their effects (that is the point of per-consumer keys). Records purged before
 /// the last redelivery can no longer absorb it: keep the inbox retention longer than the
 /// redelivery horizon. Effects outside the unit of work (an HTTP call, an e-mail) are not
-/// covered: make those idempotent themselves or move them behind the outbox.
+/// covered: make those idempotent themselves or move them behind the outbox. A slow call whose
+/// result the effect needs is made before the unit begins with `after_call(call, effect)`, so
+/// that no lock is held while it waits (see `after_call`).
 ///
 /// Example:
 ///

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -40,18 +41,22 @@ enum class redelivery_via : std::uint8_t {
 
 /// The delivery handler that `redelivery(...)` makes of `Inner`.
 template <retry_policy Policy, clock Clock, detail::wrappable Inner>
-class redelivery_handler : public detail::handler_base<Inner> {
+class redelivery_handler
+    : public detail::handler_base<redelivery_handler<Policy, Clock, Inner>, Inner> {
 public:
     redelivery_handler(Policy policy, topology::retry_topology topo, redelivery_via via,
                        Clock& clock, Inner inner)
-        : detail::handler_base<Inner>(std::move(inner))
+        : detail::handler_base<redelivery_handler, Inner>(std::move(inner))
         , policy_(std::move(policy))
         , topology_(std::move(topo))
         , via_(via)
         , clock_(&clock) {}
 
-    disposition operator()(const handling& x) {
-        auto r = this->call_inner(x);
+private:
+    friend detail::handler_base<redelivery_handler, Inner>;
+
+    // After the inner handler gave `r`: what this layer makes of it (never a run again).
+    std::optional<disposition> decide(const handling& x, std::uint32_t, disposition& r) {
         if (!r.failed() || r.failure()->permanent)
             return counted(std::move(r), x);
         handler_failure& f = *r.failure();
@@ -66,7 +71,7 @@ public:
             f.permanent = f.permanent || decision.permanent;
             f.reason = std::string(f.permanent ? death_reason::permanent_failure
                                                : death_reason::retries_exhausted);
-            return r;
+            return std::move(r);
         }
         f.reason.clear();
         if (via_ == redelivery_via::reject)
@@ -82,7 +87,6 @@ public:
         return disposition::forward(std::move(copy), std::move(f), disposition::purpose::redeliver);
     }
 
-private:
     // A failure an inner layer marked permanent still gets its broker attempt count.
     static disposition counted(disposition r, const handling& x) {
         if (auto* f = r.failure(); f && r.failed() && f->attempts == 0)

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -26,42 +27,42 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 /// The delivery handler that `retry(policy)` makes of `Inner`. Copies share their counts.
 template <retry_policy Policy, detail::wrappable Inner>
-class retry_handler : public detail::handler_base<Inner> {
+class retry_handler : public detail::handler_base<retry_handler<Policy, Inner>, Inner> {
 public:
     retry_handler(Policy policy, Inner inner)
-        : detail::handler_base<Inner>(std::move(inner))
+        : detail::handler_base<retry_handler, Inner>(std::move(inner))
         , policy_(std::move(policy))
         , retried_(std::make_shared<std::atomic<std::uint64_t>>(0)) {}
-
-    disposition operator()(const handling& x) {
-        std::uint32_t run = x.run;
-        const std::string id = boost::uuids::to_string(x.d.msg.id);
-        // Bounded: each pass either returns or moves `run` towards the policy's maximum.
-        for (;;) {
-            auto r = this->call_inner(handling{x.d, run, x.on_rerun, x.on_rerun_context});
-            if (!r.failed() || r.failure()->permanent)
-                return r;
-            handler_failure& f = *r.failure();
-            const auto decision = policy_.decide(
-                {.attempt = run, .error = f.error, .exception = f.exception, .message_id = id});
-            if (decision.what == retry_decision::action::give_up || run >= policy_.max_attempts()) {
-                f.permanent = decision.permanent;
-                f.reason = std::string(decision.permanent ? death_reason::permanent_failure
-                                                          : death_reason::retries_exhausted);
-                return r;
-            }
-            retried_->fetch_add(1, std::memory_order_relaxed);
-            if (decision.delay.count() > 0)
-                return disposition::retry_in(decision.delay, std::move(f));
-            x.rerun(f, run + 1);
-            ++run;
-        }
-    }
 
     /// In-process retries so far (runs after the first), shared by copies.
     std::uint64_t retried() const noexcept { return retried_->load(std::memory_order_relaxed); }
 
 private:
+    friend detail::handler_base<retry_handler, Inner>;
+
+    // After run `run` gave `r`: `r` as it is (success, or a failure not to retry), the failure
+    // given up on with its reason, a delayed retry, or nothing to run again at once.
+    std::optional<disposition> decide(const handling& x, std::uint32_t run, disposition& r) {
+        if (!r.failed() || r.failure()->permanent)
+            return std::move(r);
+        handler_failure& f = *r.failure();
+        const auto decision = policy_.decide({.attempt = run,
+                                              .error = f.error,
+                                              .exception = f.exception,
+                                              .message_id = boost::uuids::to_string(x.d.msg.id)});
+        if (decision.what == retry_decision::action::give_up || run >= policy_.max_attempts()) {
+            f.permanent = decision.permanent;
+            f.reason = std::string(decision.permanent ? death_reason::permanent_failure
+                                                      : death_reason::retries_exhausted);
+            return std::move(r);
+        }
+        retried_->fetch_add(1, std::memory_order_relaxed);
+        if (decision.delay.count() > 0)
+            return disposition::retry_in(decision.delay, std::move(f));
+        x.rerun(f, run + 1);
+        return std::nullopt;
+    }
+
     Policy policy_;
     std::shared_ptr<std::atomic<std::uint64_t>> retried_;
 };

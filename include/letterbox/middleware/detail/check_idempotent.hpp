@@ -6,12 +6,56 @@
 #include <letterbox/concepts/detail/check_inbox_store.hpp>
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/awaitable_of.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/middleware/after_call.hpp>
 
 #include <concepts>
 #include <type_traits>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware::detail {
+
+/// Checks `effect(args...)`, an effect inside a unit of work of type `Unit`.
+template <class Effect, class Unit, class... Args>
+consteval bool check_effect() {
+    if constexpr (std::invocable<Effect&, Args...>) {
+        static_assert(
+            letterbox::detail::check_handler_result<std::invoke_result_t<Effect&, Args...>>());
+    } else {
+        static_assert(std::invocable<Effect&, Args...>,
+                      "letterbox::idempotent: the effect must be callable as "
+                      "`effect(const letterbox::message&, unit_of_work&)` (after a call: "
+                      "`effect(const letterbox::message&, const result&, unit_of_work&)`), with "
+                      "the inbox store's unit_of_work_type: it stages its writes in that unit, "
+                      "which idempotent commits together with the inbox record");
+    }
+    return true;
+}
+
+/// Checks `after_call(call, effect)`: the call is asynchronous, and the effect takes its result.
+template <class Call, class Effect, class Unit>
+consteval bool check_after_call() {
+    using token = const letterbox::detail::awaitable_token&;
+    constexpr bool coroutine =
+        std::invocable<Call&, const message&> &&
+        letterbox::detail::awaitable_result<std::invoke_result_t<Call&, const message&>>;
+    constexpr bool operation = requires(Call & c, const message& m, token t) {
+        c(m, t);
+    };
+    static_assert(coroutine || operation,
+                  "letterbox::after_call: the call must be a coroutine, `call(const "
+                  "letterbox::message&)` returning an asio::awaitable<T>, or an asynchronous "
+                  "operation, `call(const letterbox::message&, token)` completing with "
+                  "`void(error_code, T)` or `void(error_code)`");
+    if constexpr (coroutine || operation) {
+        using result = call_result_t<Call>;
+        if constexpr (std::is_void_v<result>)
+            static_assert(check_effect<Effect, Unit, const message&, Unit&>());
+        else
+            static_assert(check_effect<Effect, Unit, const message&, const result&, Unit&>());
+    }
+    return true;
+}
 
 /// Checks the arguments of `idempotent(effect, inbox, begin, consumer_id, clock)` one
 /// requirement at a time, each with a message that names what is missing (see
@@ -28,16 +72,11 @@ consteval bool check_idempotent() {
             },
             "letterbox::idempotent: `begin` must be callable with no argument and return the "
             "inbox store's unit_of_work_type, e.g. `[&] { return db.begin(); }`");
-        if constexpr (std::invocable<Effect&, const message&, unit&>) {
-            static_assert(letterbox::detail::check_handler_result<
-                          std::invoke_result_t<Effect&, const message&, unit&>>());
-        } else {
-            static_assert(std::invocable<Effect&, const message&, unit&>,
-                          "letterbox::idempotent: the effect must be callable as "
-                          "`effect(const letterbox::message&, unit_of_work&)`, with the inbox "
-                          "store's unit_of_work_type: it stages its writes in that unit, which "
-                          "idempotent commits together with the inbox record");
-        }
+        if constexpr (is_after_call<Effect>)
+            static_assert(
+                check_after_call<decltype(Effect::call), decltype(Effect::effect), unit>());
+        else
+            static_assert(check_effect<Effect, unit, const message&, unit&>());
     }
     return true;
 }

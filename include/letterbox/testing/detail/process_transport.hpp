@@ -74,6 +74,7 @@ public:
         if (s_->dead)
             return;
         s_->dead = true;
+        // A dead process learns nothing more: the close's outcome has no one to tell.
         s_->inner.async_close([](std::error_code) {});
     }
     bool dead() const noexcept { return s_->dead; }
@@ -98,6 +99,8 @@ public:
         if (s_->observer.publishing)
             s_->observer.publishing(m);
         if (s_->confirm_on_send) {
+            // The naive process this models takes "sent" for "stored": it never looks at the
+            // confirm, which is the bug under test.
             s_->inner.async_publish(m, [](std::error_code) {});
             if (s_->observer.published)
                 s_->observer.published(m, {});
@@ -129,6 +132,8 @@ public:
                 if (s->observer.acking)
                     s->observer.acking(d);
                 s->pre_acked.insert({d.channel, d.delivery_tag});
+                // Auto-ack before handling, the naive consumer's bug under test: whether the
+                // ack arrived does not change what the process does next.
                 s->inner.async_ack(d, [](std::error_code) {});
             }
             const auto delay = s->observer.delivery_delay ? s->observer.delivery_delay()

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
-// A coroutine handler.
+// A coroutine handler that returns a bool instead of void or an error code.
 #include <letterbox/consumer.hpp>
 #include <letterbox/testing/archetypes/transport.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
-// expect: letterbox: the handler is a coroutine (it returns an awaitable)
+// expect: letterbox: a coroutine handler returns asio::awaitable<void> or
 
 void start(letterbox::testing::transport_archetype& t) {
     letterbox::consumer c(
-        t, [](const letterbox::message&) -> boost::asio::awaitable<void> { co_return; });
+        t, [](const letterbox::message&) -> boost::asio::awaitable<bool> { co_return true; });
 }
