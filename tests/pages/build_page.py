@@ -5,6 +5,8 @@ into one program, builds it with the compiler and flags given, runs it, and chec
 against the regexes of the "Expected output" block of the example the page teaches.
 
 Usage: build_page.py PAGE EXAMPLE_MAIN WORK_DIR COMPILER [FLAGS...]
+A PAGE that is a .cpp file (an example's main.cpp) is built as it is: that is how the coroutine
+examples are built with clang.
 Exits 1, and says which step failed, when the page does not build, the program fails or its
 output does not match.
 """
@@ -37,12 +39,13 @@ def main():
     flags = sys.argv[5:]
     work.mkdir(parents=True, exist_ok=True)
     source = work / (page.stem + ".cpp")
-    source.write_text("\n".join(cpp_blocks(page)) + "\n")
+    code = page.read_text() if page.suffix == ".cpp" else "\n".join(cpp_blocks(page)) + "\n"
+    source.write_text(code)
     program = work / page.stem
     build = subprocess.run([str(compiler), "-std=c++20", *flags, str(source), "-o", str(program),
                             "-lsqlite3", "-pthread"], capture_output=True, text=True)
     if build.returncode != 0:
-        print(f"{page}: the page's code does not build with {compiler}:\n{build.stderr[:20000]}")
+        print(f"{page}: the code does not build with {compiler}:\n{build.stderr[:20000]}")
         return 1
     run = subprocess.run([str(program)], capture_output=True, text=True, timeout=120)
     print(run.stdout, end="")
