@@ -123,7 +123,8 @@ struct consumer_stats {
 /// meanwhile, the broker redelivers the held message.
 ///
 /// Thread safety: use one consumer from the transport's executor. The transport and the
-/// clock must outlive it; in-flight handlers keep the consumer's state alive.
+/// clock must outlive it and its in-flight handlers (a suspended coroutine handler keeps the
+/// consumer's state alive): shut it down (`async_shutdown`) before destroying them.
 ///
 /// Example:
 ///

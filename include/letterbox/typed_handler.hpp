@@ -37,7 +37,6 @@ public:
     }
 
     /// The function it calls.
-    /// The function it calls.
     const F& function() const noexcept { return f_; }
 
 private:

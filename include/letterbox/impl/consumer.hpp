@@ -70,8 +70,13 @@ struct consumer<Transport, Handler, Clock>::state {
             const auto ex = s->options.handler_executor
                                 ? s->options.handler_executor
                                 : boost::asio::any_io_executor(s->transport->get_executor());
+            // What escapes the coroutine (an observer that threw, as it would escape a
+            // synchronous handle) leaves through the executor's run(), never silently.
             boost::asio::co_spawn(ex, handle_async(s, std::move(d), run, store_failures),
-                                  [](const std::exception_ptr&) {});
+                                  [](const std::exception_ptr& e) {
+                                      if (e)
+                                          std::rethrow_exception(e);
+                                  });
         } else if (s->options.handler_executor) {
             // A blocking handler runs on the pool; its outcome is settled back here.
             boost::asio::post(s->options.handler_executor,

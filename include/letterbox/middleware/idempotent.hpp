@@ -19,6 +19,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -110,6 +111,9 @@ public:
         if (const std::error_code refused = admit(m, key))
             co_return refused;
         if (key) {
+            // Expired records go first, as they would before `commit`: a message whose record
+            // expired is not a duplicate.
+            purge_expired(clock_->wall_now());
             std::error_code ec;
             const bool seen = inbox_->contains(consumer_id_, *key, ec);
             if (ec)
@@ -119,23 +123,34 @@ public:
                 co_return std::error_code{};
             }
         }
+        // Only the call's failure is counted here: `commit` counts its own.
         using result = detail::call_result_t<decltype(effect_.call)>;
-        try {
-            if constexpr (std::is_void_v<result>) {
+        std::exception_ptr call_failed;
+        if constexpr (std::is_void_v<result>) {
+            try {
                 co_await letterbox::detail::await_call(effect_.call, m);
+            } catch (...) {
+                call_failed = std::current_exception();
+            }
+            if (!call_failed)
                 co_return commit(m, key, [&](unit_of_work_type& uow) {
                     return run_effect(effect_.effect, m, uow);
                 });
-            } else {
-                const result r = co_await letterbox::detail::await_call(effect_.call, m);
-                co_return commit(m, key, [&](unit_of_work_type& uow) {
-                    return run_effect(effect_.effect, m, r, uow);
-                });
+        } else {
+            std::optional<result> r;
+            try {
+                r.emplace(co_await letterbox::detail::await_call(effect_.call, m));
+            } catch (...) {
+                call_failed = std::current_exception();
             }
-        } catch (...) {
-            counters_->failed.fetch_add(1, std::memory_order_relaxed);
-            throw;
+            if (!call_failed)
+                co_return commit(m, key, [&](unit_of_work_type& uow) {
+                    const result& value = *r;
+                    return run_effect(effect_.effect, m, value, uow);
+                });
         }
+        counters_->failed.fetch_add(1, std::memory_order_relaxed);
+        std::rethrow_exception(call_failed);
     }
 
     /// The consumer id this handler records under.

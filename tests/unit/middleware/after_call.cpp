@@ -149,4 +149,48 @@ TEST_CASE("after_call: a message without a key is refused before the call",
     CHECK(handler.stats().refused == 1);
 }
 
+TEST_CASE("after_call counts one failure per failed attempt, whether the call or the effect "
+          "failed",
+          "[middleware][after_call][async]") {
+    letterbox::in_memory_inbox_store inbox;
+    letterbox::virtual_clock clock;
+    bool call_fails = false;
+    auto handler = mw::idempotent(
+        mw::after_call(
+            [&](const letterbox::message&) -> boost::asio::awaitable<int> {
+                if (call_fails)
+                    throw std::runtime_error("call failed");
+                co_return 1;
+            },
+            [](const letterbox::message&, const int&, letterbox::in_memory_unit_of_work&) {
+                throw std::runtime_error("effect failed");
+            }),
+        inbox, "c", clock);
+    letterbox::message_id_generator ids{3};
+    letterbox::message m;
+    m.id = ids();
+    auto run = [&] {
+        boost::asio::io_context io;
+        std::optional<std::string> failure;
+        boost::asio::co_spawn(io, handler(m),
+                              [&](const std::exception_ptr& e, const std::error_code&) {
+                                  try {
+                                      if (e)
+                                          std::rethrow_exception(e);
+                                  } catch (const std::exception& x) {
+                                      failure = x.what();
+                                  }
+                              });
+        io.run();
+        return failure;
+    };
+    CHECK(run() == std::optional<std::string>("effect failed"));
+    CHECK(handler.stats().failed == 1);
+    call_fails = true;
+    CHECK(run() == std::optional<std::string>("call failed"));
+    CHECK(handler.stats().failed == 2);
+    std::error_code ec;
+    CHECK(inbox.size(ec) == 0);
+}
+
 } // namespace unit_middleware_after_call
