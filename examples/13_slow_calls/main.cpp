@@ -137,16 +137,20 @@ int main() {
             .retry(lb::backoff::immediate(3));
     auto worker = orders.consume(inbox, lb::middleware::after_call(quote, save_invoice));
     //]
-    std::optional<std::error_code> declared, started;
-    orders.async_declare([&](std::error_code ec) { declared = ec; });
-    check(lb::testing::drive_until(io, clock, [&] { return declared.has_value(); }) && !*declared,
-          "declare");
-    worker.async_start([&](std::error_code ec, const std::string&) { started = ec; });
-    check(lb::testing::drive_until(io, clock, [&] { return started.has_value(); }) && !*started,
-          "start");
+    // Declares an endpoint's queues, then starts its consumer.
+    auto declare_and_start = [&](const auto& endpoint, auto& consumer) {
+        std::optional<std::error_code> declared, started;
+        endpoint.async_declare([&](std::error_code ec) { declared = ec; });
+        check(lb::testing::drive_until(io, clock, [&] { return declared.has_value(); }) &&
+                  !*declared,
+              "declare");
+        consumer.async_start([&](std::error_code ec, const std::string&) { started = ec; });
+        check(lb::testing::drive_until(io, clock, [&] { return started.has_value(); }) && !*started,
+              "start");
+    };
+    declare_and_start(orders, worker);
 
     lb::message_id_generator ids(13);
-    std::optional<lb::message> first;
     auto publish = [&](const lb::message& m) {
         std::optional<std::error_code> published;
         transport.async_publish(m, [&](std::error_code ec) { published = ec; });
@@ -214,14 +218,7 @@ int main() {
     auto receipt_queue = lb::receive_endpoint(transport, clock, {.queue = "receipts"});
     auto mailer = receipt_queue.consume(email_receipt);
     //]
-    declared.reset();
-    started.reset();
-    receipt_queue.async_declare([&](std::error_code ec) { declared = ec; });
-    check(lb::testing::drive_until(io, clock, [&] { return declared.has_value(); }) && !*declared,
-          "declare");
-    mailer.async_start([&](std::error_code ec, const std::string&) { started = ec; });
-    check(lb::testing::drive_until(io, clock, [&] { return started.has_value(); }) && !*started,
-          "start");
+    declare_and_start(receipt_queue, mailer);
     for (int id = 1; id <= 2; ++id)
         publish(lb::make_message(ids, order{id, 0}, "receipts"));
     check(lb::testing::drive_until(io, clock, [&] { return mailer.stats().acked == 2; }),

@@ -38,7 +38,7 @@ consteval bool check_after_call() {
     using token = const letterbox::detail::awaitable_token&;
     constexpr bool coroutine =
         std::invocable<Call&, const message&> &&
-        letterbox::detail::awaitable_result<std::invoke_result_t<Call&, const message&>>;
+        letterbox::detail::is_awaitable<std::invoke_result_t<Call&, const message&>>;
     constexpr bool operation = requires(Call & c, const message& m, token t) {
         c(m, t);
     };
