@@ -248,41 +248,33 @@ struct started_in_call {
     void operator()(Op&&) const {}
 };
 
-template <class Handler, class Owner, class IoExecutor, class Signature, class Start>
-class async_op_impl;
+template <class Handler, class Owner, class IoExecutor, class Signature>
+class async_op_completion;
 
-/// The concrete state: `Owner` is where the operation's work and its cancellation run (the
-/// owner's strand); `IoExecutor` the executor a handler without one of its own completes on.
-/// Only what needs the handler is here: holding it, its work guard, and its completion; and
-/// the start function, whose type varies with the handler's (both come from the token).
-template <class Handler, class Owner, class IoExecutor, class Start, class ErrorCode,
-          class... Values>
-class async_op_impl<Handler, Owner, IoExecutor, void(ErrorCode, Values...), Start> final
+/// The part of the concrete state that needs the handler: holding it, its work guard, and its
+/// completion. Typed on the handler and the signature, not on the start function: the start is a
+/// lambda of its own in every `async_*` function, and so would be everything here, once per
+/// operation, where a coroutine's handler type is one per signature.
+template <class Handler, class Owner, class IoExecutor, class ErrorCode, class... Values>
+class async_op_completion<Handler, Owner, IoExecutor, void(ErrorCode, Values...)>
     : public owned_async_op_state<Owner, void(ErrorCode, Values...)> {
 public:
     using handler_executor = boost::asio::associated_executor_t<Handler, IoExecutor>;
     using work_type = std::decay_t<decltype(boost::asio::prefer(
         std::declval<handler_executor>(), boost::asio::execution::outstanding_work.tracked))>;
 
-    async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
-                  Start start)
+    async_op_completion(Handler handler, const Owner& owner, const IoExecutor& io,
+                        outstanding_work work)
         : owned_async_op_state<Owner, void(ErrorCode, Values...)>(owner)
         , handler_(std::move(handler))
-        , io_(io)
-        , start_(std::move(start)) {
+        , io_(io) {
         if (work == outstanding_work::tracked)
             work_.emplace(boost::asio::prefer(boost::asio::get_associated_executor(*handler_, io_),
                                               boost::asio::execution::outstanding_work.tracked));
     }
 
 private:
-    void run_start(async_op<void(ErrorCode, Values...)> op) override {
-        auto start = std::move(*start_); // released once it has run
-        start_.reset();
-        start(std::move(op));
-    }
-
-    void do_complete(unique_function<void()> then, ErrorCode ec, Values... values) override {
+    void do_complete(unique_function<void()> then, ErrorCode ec, Values... values) final {
         auto alloc = boost::asio::get_associated_allocator(*handler_);
         auto ex = boost::asio::get_associated_executor(*handler_, io_);
         auto work = std::move(work_); // released once the handler has run
@@ -304,6 +296,27 @@ private:
     std::optional<Handler> handler_;
     IoExecutor io_;
     std::optional<work_type> work_;
+};
+
+/// The concrete state: `Owner` is where the operation's work and its cancellation run (the
+/// owner's strand); `IoExecutor` the executor a handler without one of its own completes on.
+/// Only the start function is here; the handler's part is `async_op_completion`.
+template <class Handler, class Owner, class IoExecutor, class Signature, class Start>
+class async_op_impl final : public async_op_completion<Handler, Owner, IoExecutor, Signature> {
+public:
+    async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
+                  Start start)
+        : async_op_completion<Handler, Owner, IoExecutor, Signature>(std::move(handler), owner, io,
+                                                                     work)
+        , start_(std::move(start)) {}
+
+private:
+    void run_start(async_op<Signature> op) override {
+        auto start = std::move(*start_); // released once it has run
+        start_.reset();
+        start(std::move(op));
+    }
+
     std::optional<Start> start_;
 };
 
