@@ -44,8 +44,9 @@
 /// unit that includes them parses and compiles again. A program that defines
 /// `LETTERBOX_SEPARATE_COMPILATION` (in every translation unit, e.g. with `-D`) includes only
 /// their declarations, and compiles their definitions once, in one source file of its own that
-/// includes `<letterbox/src.hpp>` (and `<letterbox/sqlite/src.hpp>` if it uses the SQLite
-/// component). Templates stay in the headers either way. docs/separate-compilation.md.
+/// includes `<letterbox/src.hpp>` and the `src.hpp` of each component it uses
+/// (`<letterbox/sqlite/src.hpp>`, `<letterbox/amqp/src.hpp>`, `<letterbox/ops/src.hpp>`).
+/// Templates stay in the headers either way. docs/separate-compilation.md.
 ///
 /// `LETTERBOX_DECL` marks those definitions: `inline` when header-only, nothing otherwise.
 /// `LETTERBOX_HEADER_ONLY` is 1 when the `impl/` headers are included from their headers.

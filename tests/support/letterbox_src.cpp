@@ -10,3 +10,6 @@
 #if defined(LETTERBOX_TEST_SRC_AMQP)
 #include <letterbox/amqp/src.hpp>
 #endif
+#if defined(LETTERBOX_TEST_SRC_OPS)
+#include <letterbox/ops/src.hpp>
+#endif

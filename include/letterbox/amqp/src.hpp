@@ -9,6 +9,7 @@
 
 #include <letterbox/amqp/codec/impl/content_assembler.hpp>
 #include <letterbox/amqp/codec/impl/frame_reader.hpp>
+#include <letterbox/amqp/detail/impl/connection_core.hpp>
 #include <letterbox/amqp/detail/impl/transport_state.hpp>
 #include <letterbox/amqp/detail/impl/transport_state_consuming.hpp>
 #include <letterbox/amqp/detail/impl/transport_state_publishing.hpp>

@@ -195,4 +195,6 @@ private:
 
 } // namespace letterbox::amqp::detail
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/amqp/detail/impl/connection_core.hpp>
+#endif

@@ -224,8 +224,10 @@ private:
 
 } // namespace letterbox::ops::detail
 
+#if LETTERBOX_HEADER_ONLY
 #include <letterbox/ops/detail/impl/http_session.hpp>
 #include <letterbox/ops/detail/impl/server_state.hpp>
 #include <letterbox/ops/detail/impl/server_state_dlq.hpp>
 #include <letterbox/ops/detail/impl/server_state_outbox.hpp>
 #include <letterbox/ops/detail/impl/server_state_routes.hpp>
+#endif

@@ -12,7 +12,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
 // ---- channel_core --------------------------------------------------------------------------
 
-inline void channel_core::call(codec::method m, reply_filter filter, rpc_done done) {
+LETTERBOX_DECL void channel_core::call(codec::method m, reply_filter filter, rpc_done done) {
     if (state_ == state::closed || state_ == state::closing) {
         done(close_error_ ? close_error_ : make_error_code(errc::channel_closed), {});
         return;
@@ -22,7 +22,7 @@ inline void channel_core::call(codec::method m, reply_filter filter, rpc_done do
         send_next();
 }
 
-inline void channel_core::send_next() {
+LETTERBOX_DECL void channel_core::send_next() {
     // Requests that cannot even be encoded fail alone; the next one goes out.
     while (!rpcs_.empty() && !rpcs_.front().sent) {
         auto& r = rpcs_.front();
@@ -41,7 +41,7 @@ inline void channel_core::send_next() {
     }
 }
 
-inline std::error_code channel_core::send(const codec::method& m) {
+LETTERBOX_DECL std::error_code channel_core::send(const codec::method& m) {
     if (state_ != state::open)
         return close_error_ ? close_error_ : make_error_code(errc::channel_closed);
     auto conn = conn_.lock();
@@ -50,9 +50,9 @@ inline std::error_code channel_core::send(const codec::method& m) {
     return conn->write_method(id_, m);
 }
 
-inline std::error_code channel_core::publish(const codec::basic_publish& p,
-                                             const codec::basic_properties& props,
-                                             std::string_view body) {
+LETTERBOX_DECL std::error_code channel_core::publish(const codec::basic_publish& p,
+                                                     const codec::basic_properties& props,
+                                                     std::string_view body) {
     if (state_ != state::open)
         return close_error_ ? close_error_ : make_error_code(errc::channel_closed);
     auto conn = conn_.lock();
@@ -61,7 +61,7 @@ inline std::error_code channel_core::publish(const codec::basic_publish& p,
     return conn->write_content(id_, p, props, body);
 }
 
-inline void channel_core::close(letterbox::detail::unique_function<void()> done) {
+LETTERBOX_DECL void channel_core::close(letterbox::detail::unique_function<void()> done) {
     if (state_ == state::closed || state_ == state::closing) {
         if (done)
             done();
@@ -76,7 +76,7 @@ inline void channel_core::close(letterbox::detail::unique_function<void()> done)
     }
 }
 
-inline void channel_core::fail_all(std::error_code first, const std::string& text) {
+LETTERBOX_DECL void channel_core::fail_all(std::error_code first, const std::string& text) {
     (void)text;
     auto pending = std::move(rpcs_);
     rpcs_.clear();
@@ -88,7 +88,7 @@ inline void channel_core::fail_all(std::error_code first, const std::string& tex
     }
 }
 
-inline void channel_core::handle(codec::command&& cmd) {
+LETTERBOX_DECL void channel_core::handle(codec::command&& cmd) {
     auto self = shared_from_this(); // callbacks below may drop the last other reference
     if (const auto* close = std::get_if<codec::channel_close>(&cmd.method)) {
         auto conn = conn_.lock();
@@ -141,7 +141,7 @@ inline void channel_core::handle(codec::command&& cmd) {
         on_command(std::move(cmd));
 }
 
-inline void channel_core::lost(std::error_code ec) {
+LETTERBOX_DECL void channel_core::lost(std::error_code ec) {
     if (state_ == state::closed)
         return;
     auto self = shared_from_this();
@@ -160,7 +160,7 @@ inline void channel_core::lost(std::error_code ec) {
 
 // ---- connection_core -----------------------------------------------------------------------
 
-inline field_table connection_core::client_properties() const {
+LETTERBOX_DECL field_table connection_core::client_properties() const {
     field_table capabilities;
     capabilities.set("publisher_confirms", true);
     capabilities.set("consumer_cancel_notify", true);
@@ -179,7 +179,7 @@ inline field_table connection_core::client_properties() const {
     return props;
 }
 
-inline void connection_core::connect(const url& u, done_handler done) {
+LETTERBOX_DECL void connection_core::connect(const url& u, done_handler done) {
     if (state_ != state::idle) {
         boost::asio::post(
             strand_, [d = std::move(done)]() mutable { d(make_error_code(errc::invalid_state)); });
@@ -206,7 +206,7 @@ inline void connection_core::connect(const url& u, done_handler done) {
         });
 }
 
-inline void
+LETTERBOX_DECL void
 connection_core::start_connect(const boost::asio::ip::tcp::resolver::results_type& endpoints) {
     boost::asio::async_connect(
         socket_, endpoints,
@@ -235,7 +235,7 @@ connection_core::start_connect(const boost::asio::ip::tcp::resolver::results_typ
 // `cacertfile` (or the system's CAs) and the host name (or `server_name_indication`) unless
 // `verify=verify_none`; SNI sent for a host name (never for an IP address); a client
 // certificate when `certfile`/`keyfile` are given. Errors are OpenSSL's (asio::error::ssl).
-inline std::error_code connection_core::start_tls() {
+LETTERBOX_DECL std::error_code connection_core::start_tls() {
     namespace ssl = boost::asio::ssl;
     boost::system::error_code ec;
     tls_context_.emplace(ssl::context::tls_client);
@@ -274,7 +274,7 @@ inline std::error_code connection_core::start_tls() {
     return {};
 }
 
-inline void connection_core::start_amqp() {
+LETTERBOX_DECL void connection_core::start_amqp() {
     state_ = state::handshaking;
     codec::frame_writer::write_protocol_header(out_);
     flush();
@@ -298,7 +298,7 @@ void connection_core::write_all(boost::asio::const_buffer b, Handler&& h) {
         boost::asio::async_write(socket_, b, std::forward<Handler>(h));
 }
 
-inline void connection_core::close(done_handler done) {
+LETTERBOX_DECL void connection_core::close(done_handler done) {
     switch (state_) {
     case state::closed:
         boost::asio::post(strand_, [d = std::move(done)]() mutable { d({}); });
@@ -330,7 +330,7 @@ inline void connection_core::close(done_handler done) {
     });
 }
 
-inline void connection_core::open_channel(channel_handler done) {
+LETTERBOX_DECL void connection_core::open_channel(channel_handler done) {
     if (state_ != state::open) {
         boost::asio::post(strand_, [d = std::move(done), e = error_]() mutable {
             d(e ? e : make_error_code(errc::connection_closed), nullptr);
@@ -357,8 +357,8 @@ inline void connection_core::open_channel(channel_handler done) {
              });
 }
 
-inline std::error_code connection_core::write_method(std::uint16_t channel,
-                                                     const codec::method& m) {
+LETTERBOX_DECL std::error_code connection_core::write_method(std::uint16_t channel,
+                                                             const codec::method& m) {
     if (state_ == state::closed)
         return errc::connection_closed;
     auto ec = writer_.write_method(out_, channel, m);
@@ -367,9 +367,10 @@ inline std::error_code connection_core::write_method(std::uint16_t channel,
     return ec;
 }
 
-inline std::error_code connection_core::write_content(std::uint16_t channel, const codec::method& m,
-                                                      const codec::basic_properties& props,
-                                                      std::string_view body) {
+LETTERBOX_DECL std::error_code connection_core::write_content(std::uint16_t channel,
+                                                              const codec::method& m,
+                                                              const codec::basic_properties& props,
+                                                              std::string_view body) {
     if (state_ != state::open)
         return errc::connection_closed;
     auto ec = writer_.write_content(out_, channel, m, props, body);
@@ -381,7 +382,7 @@ inline std::error_code connection_core::write_content(std::uint16_t channel, con
 // Frames appended while one strand handler runs (a burst of publishes, acks of a batch) go out
 // in one write: the flush is posted, not started at once, and frames appended while a write
 // is in flight wait in `out_` for the next one.
-inline void connection_core::flush() {
+LETTERBOX_DECL void connection_core::flush() {
     if (flush_posted_ || write_in_flight_)
         return;
     flush_posted_ = true;
@@ -396,7 +397,7 @@ inline void connection_core::flush() {
     });
 }
 
-inline void connection_core::on_written(std::error_code ec) {
+LETTERBOX_DECL void connection_core::on_written(std::error_code ec) {
     write_in_flight_ = false;
     writing_.clear();
     if (state_ == state::closed)
@@ -410,7 +411,7 @@ inline void connection_core::on_written(std::error_code ec) {
         finish(*close_after_write_);
 }
 
-inline void connection_core::close_after_write(std::error_code ec) {
+LETTERBOX_DECL void connection_core::close_after_write(std::error_code ec) {
     state_ = state::closing;
     close_after_write_ = ec;
     flush();
@@ -422,21 +423,21 @@ inline void connection_core::close_after_write(std::error_code ec) {
     });
 }
 
-inline void connection_core::protocol_error(std::error_code ec, const std::string& text) {
+LETTERBOX_DECL void connection_core::protocol_error(std::error_code ec, const std::string& text) {
     if (state_ == state::closing || state_ == state::closed)
         return finish(ec);
     (void)writer_.write_method(out_, 0, codec::connection_close{reply_code_for(ec), text, 0, 0});
     close_after_write(ec);
 }
 
-inline void connection_core::do_read() {
+LETTERBOX_DECL void connection_core::do_read() {
     auto area = reader_.prepare(65536);
     read_some(
         boost::asio::buffer(area.data(), area.size()),
         [self = shared_from_this()](std::error_code ec, std::size_t n) { self->on_read(ec, n); });
 }
 
-inline void connection_core::on_read(std::error_code ec, std::size_t n) {
+LETTERBOX_DECL void connection_core::on_read(std::error_code ec, std::size_t n) {
     if (state_ == state::closed)
         return;
     reader_.commit(ec ? 0 : n);
@@ -460,7 +461,7 @@ inline void connection_core::on_read(std::error_code ec, std::size_t n) {
     do_read();
 }
 
-inline void connection_core::handle_frame(const codec::frame_view& f) {
+LETTERBOX_DECL void connection_core::handle_frame(const codec::frame_view& f) {
     if (f.type == codec::frame_type::heartbeat)
         return;
     std::error_code ec;
@@ -495,7 +496,7 @@ inline void connection_core::handle_frame(const codec::frame_view& f) {
         ch->handle(std::move(*cmd));
 }
 
-inline void connection_core::handle_connection_method(codec::command&& cmd) {
+LETTERBOX_DECL void connection_core::handle_connection_method(codec::command&& cmd) {
     auto& m = cmd.method;
     if (auto* close = std::get_if<codec::connection_close>(&m)) {
         close_text_ = close->reply_text;
@@ -597,7 +598,7 @@ inline void connection_core::handle_connection_method(codec::command&& cmd) {
                    "letterbox: unexpected " + std::string(codec::name_of(m)) + " on channel 0");
 }
 
-inline void connection_core::start_heartbeat() {
+LETTERBOX_DECL void connection_core::start_heartbeat() {
     if (heartbeat_.count() == 0)
         return;
     last_write_ = std::chrono::steady_clock::now();
@@ -606,7 +607,7 @@ inline void connection_core::start_heartbeat() {
 
 // Ticks every quarter interval: sends a heartbeat when nothing was written for half an
 // interval, and declares the peer dead after two intervals without a byte from it.
-inline void connection_core::on_heartbeat_tick() {
+LETTERBOX_DECL void connection_core::on_heartbeat_tick() {
     if (state_ == state::closed)
         return;
     const auto now = std::chrono::steady_clock::now();
@@ -624,7 +625,7 @@ inline void connection_core::on_heartbeat_tick() {
     });
 }
 
-inline void connection_core::finish(std::error_code ec) {
+LETTERBOX_DECL void connection_core::finish(std::error_code ec) {
     if (state_ == state::closed)
         return;
     auto self = shared_from_this();

@@ -21,9 +21,9 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
-inline http_session::http_session(std::shared_ptr<server_state> server,
-                                  boost::asio::ip::tcp::socket socket, std::uint64_t id,
-                                  bool reserve)
+LETTERBOX_DECL http_session::http_session(std::shared_ptr<server_state> server,
+                                          boost::asio::ip::tcp::socket socket, std::uint64_t id,
+                                          bool reserve)
     : server_(std::move(server))
     , stream_(std::move(socket))
     , deadline_(server_->strand())
@@ -38,16 +38,16 @@ inline http_session::http_session(std::shared_ptr<server_state> server,
         local_ = local.address();
 }
 
-inline http_session::~http_session() {
+LETTERBOX_DECL http_session::~http_session() {
     release_held();
     server_->forget(id_);
 }
 
-inline void http_session::start() {
+LETTERBOX_DECL void http_session::start() {
     wait_for_request();
 }
 
-inline void http_session::close() noexcept {
+LETTERBOX_DECL void http_session::close() noexcept {
     if (closed_)
         return;
     closed_ = true;
@@ -60,7 +60,7 @@ inline void http_session::close() noexcept {
 
 // Waits for the first bytes of the next request: on a new connection for at most
 // read_timeout, between keep-alive requests for at most idle_timeout; then closes silently.
-inline void http_session::wait_for_request() {
+LETTERBOX_DECL void http_session::wait_for_request() {
     if (closed_)
         return;
     if (buffer_.size() != 0)
@@ -75,7 +75,7 @@ inline void http_session::wait_for_request() {
         });
 }
 
-inline void http_session::on_first_bytes(boost::system::error_code ec, std::size_t n) {
+LETTERBOX_DECL void http_session::on_first_bytes(boost::system::error_code ec, std::size_t n) {
     if (ec || closed_)
         return close();
     buffer_.commit(n);
@@ -85,7 +85,7 @@ inline void http_session::on_first_bytes(boost::system::error_code ec, std::size
 // Reads the whole request under the deadline (read_timeout from its first byte). The deadline
 // is our own timer, not the stream's: the stream's timeout would close the socket, and a late
 // client gets a 408 first.
-inline void http_session::read_request() {
+LETTERBOX_DECL void http_session::read_request() {
     const auto& o = server_->options();
     enter(phase::reading);
     parser_.emplace();
@@ -106,7 +106,7 @@ inline void http_session::read_request() {
                                                                std::size_t) { self->on_read(ec); });
 }
 
-inline void http_session::on_read(boost::system::error_code ec) {
+LETTERBOX_DECL void http_session::on_read(boost::system::error_code ec) {
     namespace http = boost::beast::http;
     deadline_.cancel();
     if (closed_)
@@ -159,14 +159,14 @@ inline void http_session::on_read(boost::system::error_code ec) {
     }
 }
 
-inline void http_session::respond(response r) {
+LETTERBOX_DECL void http_session::respond(response r) {
     if (closed_ || !awaiting_response_)
         return;
     awaiting_response_ = false;
     send(std::move(r), false);
 }
 
-inline void http_session::send(response r, bool close_after) {
+LETTERBOX_DECL void http_session::send(response r, bool close_after) {
     namespace http = boost::beast::http;
     if (closed_)
         return;
@@ -197,7 +197,7 @@ inline void http_session::send(response r, bool close_after) {
                       });
 }
 
-inline void http_session::on_write(boost::system::error_code ec) {
+LETTERBOX_DECL void http_session::on_write(boost::system::error_code ec) {
     release_held();
     if (ec == boost::beast::error::timeout && !closed_)
         server_->log("ops http: " + (remote_.empty() ? std::string("-") : remote_) +
@@ -211,7 +211,7 @@ inline void http_session::on_write(boost::system::error_code ec) {
     wait_for_request();
 }
 
-inline void http_session::release_held() noexcept {
+LETTERBOX_DECL void http_session::release_held() noexcept {
     server_->release(held_);
     held_ = 0;
 }
@@ -219,7 +219,7 @@ inline void http_session::release_held() noexcept {
 // After a response that closes the connection: stop sending, then read and drop what the client
 // still sends for a short while, so that closing with unread data (which sends a reset) does
 // not destroy the response before the client has read it.
-inline void http_session::linger_then_close() {
+LETTERBOX_DECL void http_session::linger_then_close() {
     enter(phase::closing);
     boost::system::error_code ec;
     stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
@@ -231,7 +231,7 @@ inline void http_session::linger_then_close() {
                                                         std::size_t n) { self->on_linger(e, n); });
 }
 
-inline void http_session::on_linger(boost::system::error_code ec, std::size_t n) {
+LETTERBOX_DECL void http_session::on_linger(boost::system::error_code ec, std::size_t n) {
     lingered_ += n;
     const auto cap = server_->options().header_limit + server_->options().body_limit;
     if (ec || closed_ || lingered_ > cap)

@@ -27,7 +27,7 @@
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 // ---- options, listening and accepting ---------------------------------------------------
-inline server_state::server_state(boost::asio::any_io_executor ex, http_server_options o)
+LETTERBOX_DECL server_state::server_state(boost::asio::any_io_executor ex, http_server_options o)
     : strand_(boost::asio::make_strand(ex))
     , options_(std::move(o))
     , address_(route::parse_listen_address(options_.address))
@@ -61,7 +61,7 @@ inline server_state::server_state(boost::asio::any_io_executor ex, http_server_o
     }
 }
 
-inline std::error_code server_state::listen() {
+LETTERBOX_DECL std::error_code server_state::listen() {
     namespace ip = boost::asio::ip;
     if (listening_ || stopped())
         return make_error_code(errc::invalid_state);
@@ -90,7 +90,7 @@ inline std::error_code server_state::listen() {
     return {};
 }
 
-inline void server_state::accept() {
+LETTERBOX_DECL void server_state::accept() {
     if (stopped() || !acceptor_.is_open())
         return;
     acceptor_.async_accept(strand_, [self = shared_from_this()](boost::system::error_code ec,
@@ -103,7 +103,7 @@ inline void server_state::accept() {
 // between requests, then one that has sent nothing, then the oldest half-sent request (a
 // probe's request arrives at once, so a slow one is the likelier attacker). Never one whose
 // request is being handled or answered.
-inline std::shared_ptr<http_session> server_state::pick_victim() const {
+LETTERBOX_DECL std::shared_ptr<http_session> server_state::pick_victim() const {
     using phase = http_session::phase;
     const auto rank = [](phase p) {
         switch (p) {
@@ -133,8 +133,8 @@ inline std::shared_ptr<http_session> server_state::pick_victim() const {
     return victim;
 }
 
-inline void server_state::on_accept(boost::system::error_code ec,
-                                    boost::asio::ip::tcp::socket socket) {
+LETTERBOX_DECL void server_state::on_accept(boost::system::error_code ec,
+                                            boost::asio::ip::tcp::socket socket) {
     if (stopped() || !acceptor_.is_open())
         return;
     if (ec) {
@@ -197,17 +197,17 @@ inline void server_state::on_accept(boost::system::error_code ec,
     accept();
 }
 
-inline void server_state::stop() {
+LETTERBOX_DECL void server_state::stop() {
     stopped_.store(true, std::memory_order_release);
     boost::asio::dispatch(strand_, [self = shared_from_this()] { self->close_all(); });
 }
 
-inline void server_state::shutdown_store() {
+LETTERBOX_DECL void server_state::shutdown_store() {
     if (store_worker_)
         store_worker_->shutdown();
 }
 
-inline void server_state::close_all() {
+LETTERBOX_DECL void server_state::close_all() {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     retry_.cancel();
@@ -219,7 +219,7 @@ inline void server_state::close_all() {
         s->close();
 }
 
-inline void server_state::set_outbox(std::shared_ptr<outbox_endpoint> e) {
+LETTERBOX_DECL void server_state::set_outbox(std::shared_ptr<outbox_endpoint> e) {
     outbox_ = std::move(e);
     // Two threads: a write blocked on a locked database does not hold up the reads, which
     // SQLite's WAL serves without the lock.
@@ -227,14 +227,14 @@ inline void server_state::set_outbox(std::shared_ptr<outbox_endpoint> e) {
         store_worker_ = std::make_shared<store_worker>(2);
 }
 
-inline void server_state::add_dlq(std::shared_ptr<dlq_endpoint> e) {
+LETTERBOX_DECL void server_state::add_dlq(std::shared_ptr<dlq_endpoint> e) {
     if (find_dlq(e->queue()))
         throw letterbox::error(errc::invalid_argument, "http_server: dead-letter queue '" +
                                                            e->queue() + "' is already registered");
     dlqs_.push_back(std::move(e));
 }
 
-inline dlq_endpoint* server_state::find_dlq(const std::string& queue) const {
+LETTERBOX_DECL dlq_endpoint* server_state::find_dlq(const std::string& queue) const {
     for (const auto& e : dlqs_)
         if (e->queue() == queue)
             return e.get();

@@ -29,7 +29,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 // ---- the dead-letter routes ---------------------------------------------------------------
 
-inline void server_state::get_queues(const respond_fn& respond) {
+LETTERBOX_DECL void server_state::get_queues(const respond_fn& respond) {
     if (dlqs_.empty())
         return respond(json_response(status::ok, {{"queues", nlohmann::json::array()}}));
     // One depth read per queue, all at once; the last one to complete responds.
@@ -56,8 +56,8 @@ inline void server_state::get_queues(const respond_fn& respond) {
         });
 }
 
-inline void server_state::browse(const std::string& queue, const parsed_target& t,
-                                 const respond_fn& respond) {
+LETTERBOX_DECL void server_state::browse(const std::string& queue, const parsed_target& t,
+                                         const respond_fn& respond) {
     auto* e = find_dlq(queue);
     if (!e)
         return respond(route::unknown_queue(queue));
@@ -140,8 +140,8 @@ inline void server_state::browse(const std::string& queue, const parsed_target& 
               });
 }
 
-inline void server_state::get_message(const std::string& queue, const std::string& key,
-                                      const parsed_target& t, const respond_fn& respond) {
+LETTERBOX_DECL void server_state::get_message(const std::string& queue, const std::string& key,
+                                              const parsed_target& t, const respond_fn& respond) {
     auto* e = find_dlq(queue);
     if (!e)
         return respond(route::unknown_queue(queue));
@@ -176,7 +176,7 @@ inline void server_state::get_message(const std::string& queue, const std::strin
               });
 }
 
-inline std::optional<server_state::bulk_selection>
+LETTERBOX_DECL std::optional<server_state::bulk_selection>
 server_state::select_bulk(const std::string& queue, const parsed_target& t, const request& req,
                           const respond_fn& respond, std::string_view no_criterion_message) const {
     auto* e = find_dlq(queue);
@@ -197,8 +197,8 @@ server_state::select_bulk(const std::string& queue, const parsed_target& t, cons
     return bulk_selection{e, std::move(sel->filter)};
 }
 
-inline void server_state::replay(const std::string& queue, const parsed_target& t,
-                                 const request& req, const respond_fn& respond) {
+LETTERBOX_DECL void server_state::replay(const std::string& queue, const parsed_target& t,
+                                         const request& req, const respond_fn& respond) {
     auto sel = select_bulk(queue, t, req, respond,
                            "this would replay every message of the queue: give a filter (in the "
                            "body or the query string), or add ?all=true to mean it");
@@ -214,8 +214,8 @@ inline void server_state::replay(const std::string& queue, const parsed_target& 
         });
 }
 
-inline void server_state::purge(const std::string& queue, const parsed_target& t,
-                                const request& req, const respond_fn& respond) {
+LETTERBOX_DECL void server_state::purge(const std::string& queue, const parsed_target& t,
+                                        const request& req, const respond_fn& respond) {
     auto sel = select_bulk(queue, t, req, respond,
                            "this would delete every message of the queue: give a filter, or add "
                            "?all=true to mean it");

@@ -118,7 +118,7 @@ void server_state::call_store(const respond_fn& respond,
     }
 }
 
-inline void server_state::get_outbox(const parsed_target& t, const respond_fn& respond) {
+LETTERBOX_DECL void server_state::get_outbox(const parsed_target& t, const respond_fn& respond) {
     if (!outbox_)
         return respond(error_response(status::not_found, "no_outbox",
                                       "no outbox store is registered (http_server::set_outbox)"));
@@ -205,7 +205,8 @@ inline void server_state::get_outbox(const parsed_target& t, const respond_fn& r
         });
 }
 
-inline void server_state::retry_outbox(const std::string& id_text, const respond_fn& respond) {
+LETTERBOX_DECL void server_state::retry_outbox(const std::string& id_text,
+                                               const respond_fn& respond) {
     if (!outbox_)
         return respond(error_response(status::not_found, "no_outbox",
                                       "no outbox store is registered (http_server::set_outbox)"));

@@ -30,7 +30,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops::detail {
 
 // ---- the routes --------------------------------------------------------------------------
 
-inline void server_state::handle(const std::shared_ptr<http_session>& s, request req) {
+LETTERBOX_DECL void server_state::handle(const std::shared_ptr<http_session>& s, request req) {
     namespace http = boost::beast::http;
     const respond_fn respond = [s](response r) {
         s->respond(std::move(r));
@@ -139,8 +139,8 @@ inline void server_state::handle(const std::shared_ptr<http_session>& s, request
 // the connection reached it, which is what a probe uses for a server bound to 0.0.0.0),
 // localhost on a loopback connection (only local processes can use that name), or a
 // configured name. The port is not compared: proxies and port-forwards change it.
-inline bool server_state::host_allowed(const request& req,
-                                       const boost::asio::ip::address& local) const {
+LETTERBOX_DECL bool server_state::host_allowed(const request& req,
+                                               const boost::asio::ip::address& local) const {
     const auto it = req.find(boost::beast::http::field::host);
     if (it == req.end())
         return false;
@@ -184,7 +184,7 @@ inline bool server_state::host_allowed(const request& req,
     return false;
 }
 
-inline bool server_state::token_matches(const request& req) const {
+LETTERBOX_DECL bool server_state::token_matches(const request& req) const {
     std::string_view given;
     if (const auto it = req.find(boost::beast::http::field::authorization); it != req.end()) {
         const std::string_view value = it->value();
@@ -200,7 +200,7 @@ inline bool server_state::token_matches(const request& req) const {
 }
 // Mutations need `Authorization: Bearer <token>`. A missing and a wrong token get the same
 // 401 (nothing tells them apart); no configured token disables mutations (403).
-inline bool server_state::authorized(const request& req, const respond_fn& respond) const {
+LETTERBOX_DECL bool server_state::authorized(const request& req, const respond_fn& respond) const {
     if (options_.token.empty()) {
         respond(error_response(status::forbidden, "mutations_disabled",
                                "mutations are disabled: set http_server_options::token"));
@@ -214,7 +214,8 @@ inline bool server_state::authorized(const request& req, const respond_fn& respo
 
 // Reads of message bodies (personal data, often) need the token as mutations do, unless a
 // loopback dashboard opted out (the constructor refuses the opt-out on another address).
-inline bool server_state::authorized_read(const request& req, const respond_fn& respond) const {
+LETTERBOX_DECL bool server_state::authorized_read(const request& req,
+                                                  const respond_fn& respond) const {
     if (options_.loopback_reads_without_token)
         return true;
     if (options_.token.empty()) {
@@ -230,7 +231,8 @@ inline bool server_state::authorized_read(const request& req, const respond_fn& 
     return false;
 }
 
-inline void server_state::respond_within_budget(const respond_fn& respond, response r) const {
+LETTERBOX_DECL void server_state::respond_within_budget(const respond_fn& respond,
+                                                        response r) const {
     const auto n = r.body().size();
     const auto budget = options_.max_response_bytes_in_flight;
     if (n > budget || in_flight_ > budget - n)
@@ -242,7 +244,7 @@ inline void server_state::respond_within_budget(const respond_fn& respond, respo
     respond(std::move(r));
 }
 
-inline void server_state::get_readiness(const respond_fn& respond) const {
+LETTERBOX_DECL void server_state::get_readiness(const respond_fn& respond) const {
     bool all = true;
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& [name, check] : checks_) {
@@ -263,7 +265,7 @@ inline void server_state::get_readiness(const respond_fn& respond) const {
     respond(json_response(all ? status::ok : status::service_unavailable, body));
 }
 
-inline void server_state::get_metrics(const respond_fn& respond) const {
+LETTERBOX_DECL void server_state::get_metrics(const respond_fn& respond) const {
     if (!metrics_)
         return respond(error_response(status::not_found, "no_metrics",
                                       "no metrics are registered (http_server::set_metrics)"));
