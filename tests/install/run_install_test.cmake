@@ -35,6 +35,10 @@ set(configure_args
     "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
     "-DCMAKE_PREFIX_PATH=${prefix}")
+if(NOT "${CXX_FLAGS_CONFIG}" STREQUAL "")
+    string(TOUPPER "${CONFIG}" config_upper)
+    list(APPEND configure_args "-DCMAKE_CXX_FLAGS_${config_upper}=${CXX_FLAGS_CONFIG}")
+endif()
 if(NOT "${COMPILER_LAUNCHER}" STREQUAL "")
     list(APPEND configure_args "-DCMAKE_CXX_COMPILER_LAUNCHER=${COMPILER_LAUNCHER}")
 endif()
