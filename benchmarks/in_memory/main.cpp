@@ -33,6 +33,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <time.h>
@@ -168,7 +169,7 @@ double run_transport(std::uint64_t n) {
         lb::message m;
         m.routing_key = "bench";
         m.body = make_body(started++);
-        t.async_publish(m, [&](std::error_code ec) {
+        t.async_publish(std::move(m), [&](std::error_code ec) {
             check(ec);
             ++confirmed;
             publish_next();

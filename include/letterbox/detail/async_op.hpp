@@ -279,16 +279,21 @@ private:
         auto ex = boost::asio::get_associated_executor(*handler_, io_);
         auto work = std::move(work_); // released once the handler has run
         work_.reset();
+        // Only an operation with something to run after its handler pays for a copy of the
+        // owner's executor in its completion.
+        if (then)
+            then = [owner = this->owner(), then = std::move(then)]() mutable {
+                boost::asio::dispatch(owner, std::move(then));
+            };
         boost::asio::post(
             ex,
             boost::asio::bind_allocator(
-                alloc, [h = std::move(*handler_), work = std::move(work), owner = this->owner(),
-                        then = std::move(then),
+                alloc, [h = std::move(*handler_), work = std::move(work), then = std::move(then),
                         results = std::make_tuple(std::move(ec), std::move(values)...)]() mutable {
                     boost::asio::get_associated_cancellation_slot(h).clear();
                     std::apply(std::move(h), std::move(results));
                     if (then)
-                        boost::asio::dispatch(owner, std::move(then));
+                        then();
                 }));
         handler_.reset();
     }

@@ -86,15 +86,15 @@ public:
 
     /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`. A message
     /// whose id is nil is published with a fresh id, the next of the broker's seeded sequence
-    /// (`broker::generate_message_id`); `m` itself is not changed.
+    /// (`broker::generate_message_id`); `m` itself is not changed. A message passed as an rvalue
+    /// is moved into the broker instead of copied.
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
-        return start<void(error_code)>(std::forward<Token>(token), [m](auto& s, auto op) mutable {
-            // The message is the broker's once this runs: a cancelled wait for its confirm
-            // cannot say whether it was routed.
-            op.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
-            s.publish(std::move(m), op);
-        });
+        return publish(std::forward<Token>(token), message(m));
+    }
+    template <class Token>
+    auto async_publish(message&& m, Token&& token) {
+        return publish(std::forward<Token>(token), std::move(m));
     }
 
     /// Starts a consumer; completes with its tag. `on_delivery` runs for each delivery.
@@ -147,21 +147,16 @@ public:
     }
     template <class Token>
     auto async_ack(const delivery& d, Token&& token) {
-        return run(std::forward<Token>(token), [d = settle_ref(d)](auto& s) {
-            return s.settle(d, letterbox::detail::settlement::ack, false);
-        });
+        return settle(std::forward<Token>(token), d, letterbox::detail::settlement::ack, false);
     }
     template <class Token>
     auto async_nack(const delivery& d, bool requeue, Token&& token) {
-        return run(std::forward<Token>(token), [d = settle_ref(d), requeue](auto& s) {
-            return s.settle(d, letterbox::detail::settlement::nack, requeue);
-        });
+        return settle(std::forward<Token>(token), d, letterbox::detail::settlement::nack, requeue);
     }
     template <class Token>
     auto async_reject(const delivery& d, bool requeue, Token&& token) {
-        return run(std::forward<Token>(token), [d = settle_ref(d), requeue](auto& s) {
-            return s.settle(d, letterbox::detail::settlement::reject, requeue);
-        });
+        return settle(std::forward<Token>(token), d, letterbox::detail::settlement::reject,
+                      requeue);
     }
 
     /// Whether the transport is connected to the broker now: false before its first connection
@@ -181,21 +176,33 @@ public:
     }
 
 private:
-    // Settling needs the channel and tag only; don't copy the message into the operation.
-    static delivery settle_ref(const delivery& d) {
-        delivery r;
-        r.delivery_tag = d.delivery_tag;
-        r.channel = d.channel;
-        return r;
+    // Settling needs the channel and the tag only: the message is not copied into the operation.
+    template <class Token>
+    auto settle(Token&& token, const delivery& d, letterbox::detail::settlement how, bool requeue) {
+        return run(std::forward<Token>(token),
+                   [channel = d.channel, tag = d.delivery_tag, how, requeue](auto& s) {
+                       return s.settle(channel, tag, how, requeue);
+                   });
+    }
+
+    template <class Token>
+    auto publish(Token&& token, message m) {
+        return start<void(error_code)>(
+            std::forward<Token>(token), [m = std::move(m)](auto& s, auto op) mutable {
+                // The message is the broker's once this runs: a cancelled wait for its
+                // confirm cannot say whether it was routed.
+                op.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
+                s.publish(std::move(m), op);
+            });
     }
 
     // Every operation, through the operation base (detail/async_op.hpp): `f(state, op)` runs on
     // the broker's executor and completes `op`.
     template <class Signature, class Token, class F>
     auto start(Token&& token, F f) {
-        return letterbox::detail::async_start_with<Signature>(
-            std::forward<Token>(token), state_->executor(), state_->executor(), state_,
-            std::move(f));
+        const auto ex = state_->executor();
+        return letterbox::detail::async_start_with<Signature>(std::forward<Token>(token), ex, ex,
+                                                              state_, std::move(f));
     }
 
     // An operation that completes as soon as it ran: `op(state)` returns its error code.

@@ -94,7 +94,9 @@ public:
 
     std::error_code cancel(const std::string& tag);
 
-    std::error_code settle(const delivery& d, letterbox::detail::settlement how, bool requeue);
+    // Settles the delivery `tag` of the channel `channel` (`delivery::channel`).
+    std::error_code settle(std::uint64_t channel, std::uint64_t tag,
+                           letterbox::detail::settlement how, bool requeue);
 
     void close();
 

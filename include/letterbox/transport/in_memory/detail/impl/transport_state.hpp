@@ -133,24 +133,25 @@ LETTERBOX_DECL std::error_code transport_state::cancel(const std::string& tag) {
     return ec;
 }
 
-LETTERBOX_DECL std::error_code
-transport_state::settle(const delivery& d, letterbox::detail::settlement how, bool requeue) {
+LETTERBOX_DECL std::error_code transport_state::settle(std::uint64_t channel, std::uint64_t tag,
+                                                       letterbox::detail::settlement how,
+                                                       bool requeue) {
     if (closed_)
         return errc::closed;
-    auto it = channels_.find(d.channel);
+    auto it = channels_.find(channel);
     if (it == channels_.end() || !it->second.is_open())
         return errc::channel_closed; // the delivery will be redelivered
     auto ch = it->second;
     std::error_code ec;
     switch (how) {
     case letterbox::detail::settlement::ack:
-        ec = ch.basic_ack(d.delivery_tag);
+        ec = ch.basic_ack(tag);
         break;
     case letterbox::detail::settlement::nack:
-        ec = ch.basic_nack(d.delivery_tag, false, requeue);
+        ec = ch.basic_nack(tag, false, requeue);
         break;
     case letterbox::detail::settlement::reject:
-        ec = ch.basic_reject(d.delivery_tag, requeue);
+        ec = ch.basic_reject(tag, requeue);
         break;
     }
     if (retired_.contains(ch.id()))
