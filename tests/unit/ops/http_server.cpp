@@ -10,6 +10,7 @@
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/ops/connection_check.hpp>
+#include <letterbox/ops/detail/dashboard_page.hpp>
 #include <letterbox/ops/http_server_options.hpp>
 #include <letterbox/ops/readiness.hpp>
 #include <letterbox/ops/relay_lag_check.hpp>
