@@ -49,9 +49,11 @@ TSAN_FLAGS := $(WARNINGS) -Wno-tsan -fsanitize=thread
 # Optimisation of the sanitizer builds. -O0 (CMake's Debug default): measured on 2 cores, the
 # Catch2 main under ASan+UBSan takes 60 s at -O0, 79 s at -Og, 117 s at -O1, and g++ 12 -O1
 # raises false -Wmaybe-uninitialized errors inside <regex>/<functional>.
-# -g1: line tables only, which is what the sanitizers' reports (file:line of every frame) need;
-# the variables' debug information of -g costs about 16% more CPU per compile (example 01 under
-# ASan+UBSan: 21.8 s against 18.2 s). `make asan SANITIZER_DEBUG_FLAGS=-g` to debug with gdb.
+# -g1: line tables only, which is what the sanitizers' reports (file:line of every frame) need.
+# The variables' debug information of -g costs CPU and object size: example 01 under ASan+UBSan
+# took 21.8 s (user+sys) with -g and 18.2 s with -g1 on its own, and across two cold builds the
+# larger compiles took about 5% less (docs/testing.md). `make asan SANITIZER_DEBUG_FLAGS=-g` to
+# debug with gdb.
 SANITIZER_DEBUG_FLAGS := -g1
 
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
