@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// Definitions of connection_core and channel_core (included by connection_core.hpp).
+// Definitions of connection_core and channel_core (included by connection_core.hpp
+// when header-only, by <letterbox/amqp/src.hpp> under LETTERBOX_SEPARATE_COMPILATION).
 
 #include <letterbox/amqp/detail/connection_core.hpp>
 #include <letterbox/config.hpp>

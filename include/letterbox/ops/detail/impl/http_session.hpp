@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// Definitions of http_session (included by server_state.hpp).
+// Definitions of http_session (included by server_state.hpp when header-only, by
+// <letterbox/ops/src.hpp> under LETTERBOX_SEPARATE_COMPILATION).
 
 #include <letterbox/config.hpp>
 #include <letterbox/ops/detail/server_state.hpp>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// Definitions of server_state (included by server_state.hpp): the options' checks, the accept
+// Definitions of server_state (included by server_state.hpp when header-only, by
+// <letterbox/ops/src.hpp> under LETTERBOX_SEPARATE_COMPILATION): the options' checks, the accept
 // loop with its room-making at the cap, and the registrations. The routes are defined next to
 // this file: server_state_routes.hpp (dispatch, access, health and metrics),
 // server_state_dlq.hpp and server_state_outbox.hpp.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// Definitions of server_state (included by server_state.hpp): the dead-letter routes (the
+// Definitions of server_state (included by server_state.hpp when header-only, by
+// <letterbox/ops/src.hpp> under LETTERBOX_SEPARATE_COMPILATION): the dead-letter routes (the
 // queues and their depths, browse, one message, replay, purge).
 
 #include <letterbox/config.hpp>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// Definitions of server_state (included by server_state.hpp): the outbox routes, and the
+// Definitions of server_state (included by server_state.hpp when header-only, by
+// <letterbox/ops/src.hpp> under LETTERBOX_SEPARATE_COMPILATION): the outbox routes, and the
 // store calls they make on the store worker.
 
 #include <letterbox/config.hpp>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// Definitions of server_state (included by server_state.hpp): the dispatch of a request to its
+// Definitions of server_state (included by server_state.hpp when header-only, by
+// <letterbox/ops/src.hpp> under LETTERBOX_SEPARATE_COMPILATION): the dispatch of a request to its
 // route, the checks of Host and token, the response budget, and the health and metrics routes.
 
 #include <letterbox/config.hpp>
