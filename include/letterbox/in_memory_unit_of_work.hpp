@@ -102,6 +102,15 @@ public:
     /// the unit is already finished (then `f` never runs).
     [[nodiscard]] std::error_code on_commit(std::function<void()> f);
 
+    /// Marks a savepoint (`savepoint_unit_of_work`): what is staged after it can be discarded
+    /// by `rollback_to_savepoint()` or kept by `release_savepoint()`. Marks nest.
+    [[nodiscard]] std::error_code savepoint();
+    /// Keeps what was staged since the latest mark, and ends the mark.
+    [[nodiscard]] std::error_code release_savepoint();
+    /// Discards the writes and callbacks staged since the latest mark, and ends the mark; the
+    /// unit stays open.
+    [[nodiscard]] std::error_code rollback_to_savepoint();
+
     /// Whether neither `commit()` nor `rollback()` has been called.
     bool is_open() const noexcept { return open_; }
 
@@ -131,14 +140,22 @@ private:
 
     void discard() noexcept;
 
+    // A savepoint: how many writes and callbacks were staged when it was marked.
+    struct mark {
+        std::size_t writes;
+        std::size_t callbacks;
+    };
+
     std::vector<staged_write> writes_;
     std::vector<std::function<void()>> callbacks_;
+    std::vector<mark> marks_;
     bool open_ = true;
 };
 
 inline in_memory_unit_of_work::in_memory_unit_of_work(in_memory_unit_of_work&& other) noexcept
     : writes_(std::move(other.writes_))
     , callbacks_(std::move(other.callbacks_))
+    , marks_(std::move(other.marks_))
     , open_(std::exchange(other.open_, false)) {
     other.discard();
 }
@@ -149,6 +166,7 @@ in_memory_unit_of_work::operator=(in_memory_unit_of_work&& other) noexcept {
         discard();
         writes_ = std::move(other.writes_);
         callbacks_ = std::move(other.callbacks_);
+        marks_ = std::move(other.marks_);
         open_ = std::exchange(other.open_, false);
         other.discard();
     }
@@ -211,6 +229,35 @@ inline std::error_code in_memory_unit_of_work::on_commit(std::function<void()> f
     return {};
 }
 
+inline std::error_code in_memory_unit_of_work::savepoint() {
+    if (!open_)
+        return errc::transaction_closed;
+    marks_.push_back({writes_.size(), callbacks_.size()});
+    return {};
+}
+
+inline std::error_code in_memory_unit_of_work::release_savepoint() {
+    if (!open_)
+        return errc::transaction_closed;
+    if (marks_.empty())
+        return errc::precondition_failed;
+    marks_.pop_back();
+    return {};
+}
+
+inline std::error_code in_memory_unit_of_work::rollback_to_savepoint() {
+    if (!open_)
+        return errc::transaction_closed;
+    if (marks_.empty())
+        return errc::precondition_failed;
+    const mark m = marks_.back();
+    marks_.pop_back();
+    writes_.erase(writes_.begin() + static_cast<std::ptrdiff_t>(m.writes), writes_.end());
+    callbacks_.erase(callbacks_.begin() + static_cast<std::ptrdiff_t>(m.callbacks),
+                     callbacks_.end());
+    return {};
+}
+
 inline std::error_code in_memory_unit_of_work::stage(detail::in_memory_participant& store,
                                                      std::string key,
                                                      std::function<std::error_code()> validate,
@@ -230,6 +277,7 @@ inline bool in_memory_unit_of_work::has_staged(const detail::in_memory_participa
 inline void in_memory_unit_of_work::discard() noexcept {
     writes_.clear();
     callbacks_.clear();
+    marks_.clear();
 }
 
 } // namespace letterbox

@@ -18,6 +18,7 @@
 namespace unit_in_memory_unit_of_work {
 
 static_assert(letterbox::unit_of_work<letterbox::in_memory_unit_of_work>);
+static_assert(letterbox::savepoint_unit_of_work<letterbox::in_memory_unit_of_work>);
 
 namespace {
 
@@ -181,6 +182,44 @@ TEST_CASE("in_memory_unit_of_work commits spanning two stores concurrently witho
     std::error_code ec;
     CHECK(inbox.size(ec) == 2 * rounds);
     CHECK(outbox.stats(t0(), ec).pending == 2 * rounds);
+}
+
+TEST_CASE("in_memory_unit_of_work savepoints keep or discard what was staged after them",
+          "[in_memory_unit_of_work][savepoint]") {
+    letterbox::in_memory_inbox_store inbox;
+    letterbox::message_id_generator ids{3};
+    const auto kept = ids();
+    const auto dropped = ids();
+    const auto released = ids();
+    std::error_code ec;
+    std::vector<int> ran;
+
+    letterbox::in_memory_unit_of_work uow;
+    CHECK(uow.release_savepoint() == errc::precondition_failed); // no mark yet
+    CHECK(uow.rollback_to_savepoint() == errc::precondition_failed);
+    REQUIRE_FALSE(inbox.try_record(uow, "billing", kept, t0()));
+    REQUIRE_FALSE(uow.on_commit([&] { ran.push_back(1); }));
+
+    REQUIRE_FALSE(uow.savepoint());
+    REQUIRE_FALSE(inbox.try_record(uow, "billing", dropped, t0()));
+    REQUIRE_FALSE(uow.on_commit([&] { ran.push_back(2); }));
+    REQUIRE_FALSE(uow.rollback_to_savepoint());
+    CHECK(uow.staged() == 1);
+    // The discarded key counts as new again in this unit.
+    CHECK_FALSE(inbox.try_record(uow, "billing", dropped, t0()));
+    CHECK(uow.rollback_to_savepoint() == errc::precondition_failed); // the mark ended
+
+    REQUIRE_FALSE(uow.savepoint());
+    REQUIRE_FALSE(inbox.try_record(uow, "billing", released, t0()));
+    REQUIRE_FALSE(uow.on_commit([&] { ran.push_back(3); }));
+    REQUIRE_FALSE(uow.release_savepoint());
+    REQUIRE_FALSE(uow.commit());
+
+    CHECK(ran == std::vector<int>{1, 3});
+    CHECK(inbox.contains("billing", kept, ec));
+    CHECK(inbox.contains("billing", dropped, ec)); // staged again after the rollback
+    CHECK(inbox.contains("billing", released, ec));
+    CHECK(uow.savepoint() == errc::transaction_closed);
 }
 
 } // namespace unit_in_memory_unit_of_work

@@ -42,6 +42,34 @@ concept unit_of_work = std::move_constructible<U> && requires(U& u, std::functio
     { u.on_commit(std::move(f)) } -> std::same_as<std::error_code>;
 };
 
+/// A unit of work that can mark a savepoint in its transaction and later keep or discard what
+/// was staged after it, while the unit stays open: how several messages share one transaction
+/// and a failing one leaves the others' writes in place (group commit, docs/group-commit.md).
+///
+/// Requirements, for `u` of type `U&`: `U` models `unit_of_work`, and `u.savepoint()`,
+/// `u.release_savepoint()` and `u.rollback_to_savepoint()` each return `std::error_code`.
+///
+/// Semantics:
+/// - `savepoint()` marks the current point. Marks nest: each release or rollback ends the
+///   latest one.
+/// - `release_savepoint()` keeps what was staged since the latest mark, in the unit: it is
+///   committed, or rolled back, with the rest of it.
+/// - `rollback_to_savepoint()` discards the writes and the `on_commit` callbacks staged since
+///   the latest mark, and the unit stays open.
+/// - Without a mark, the last two return `errc::precondition_failed` and change nothing. On a
+///   finished unit all three return `errc::transaction_closed`. A unit that a store failure
+///   has already rolled back as a whole returns that failure: what it had staged before the
+///   mark is gone too.
+///
+/// Models: `in_memory_unit_of_work`; the SQLite unit of work (`SAVEPOINT`, `RELEASE`,
+/// `ROLLBACK TO`).
+template <class U>
+concept savepoint_unit_of_work = unit_of_work<U> && requires(U& u) {
+    { u.savepoint() } -> std::same_as<std::error_code>;
+    { u.release_savepoint() } -> std::same_as<std::error_code>;
+    { u.rollback_to_savepoint() } -> std::same_as<std::error_code>;
+};
+
 /// `S` names the unit of work its writes are staged in: `S::unit_of_work_type`.
 template <class S>
 concept has_unit_of_work = unit_of_work<typename S::unit_of_work_type>;

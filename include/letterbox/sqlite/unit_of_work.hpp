@@ -6,6 +6,7 @@
 #include <letterbox/sqlite/connection.hpp>
 #include <letterbox/sqlite/detail/database_state.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <system_error>
@@ -65,6 +66,7 @@ public:
         : db_(std::move(other.db_))
         , conn_(std::move(other.conn_))
         , callbacks_(std::move(other.callbacks_))
+        , marks_(std::move(other.marks_))
         , failure_(std::exchange(other.failure_, {}))
         , open_(std::exchange(other.open_, false))
         , read_only_(std::exchange(other.read_only_, false)) {}
@@ -75,6 +77,7 @@ public:
             db_ = std::move(other.db_);
             conn_ = std::move(other.conn_);
             callbacks_ = std::move(other.callbacks_);
+            marks_ = std::move(other.marks_);
             failure_ = std::exchange(other.failure_, {});
             open_ = std::exchange(other.open_, false);
             read_only_ = std::exchange(other.read_only_, false);
@@ -102,6 +105,17 @@ public:
     /// Registers `f` to run after a successful commit (to wake a relay, say). Returns
     /// `errc::transaction_closed` if the unit is finished (then `f` never runs).
     [[nodiscard]] std::error_code on_commit(std::function<void()> f);
+
+    /// Marks a savepoint (`SAVEPOINT`, `letterbox::savepoint_unit_of_work`): what is written
+    /// after it, on `connection()` and by the stores, can be discarded by
+    /// `rollback_to_savepoint()` or kept by `release_savepoint()`. Marks nest. Returns the
+    /// unit's failure if a store write already rolled it back, or the database's error.
+    [[nodiscard]] std::error_code savepoint();
+    /// Keeps what was written since the latest mark (`RELEASE`), and ends the mark.
+    [[nodiscard]] std::error_code release_savepoint();
+    /// Discards what was written since the latest mark, and the `on_commit` callbacks
+    /// registered since (`ROLLBACK TO`, then `RELEASE`); the unit stays open.
+    [[nodiscard]] std::error_code rollback_to_savepoint();
 
     /// Whether neither `commit()` nor `rollback()` has been called.
     bool is_open() const noexcept { return open_; }
@@ -149,6 +163,7 @@ private:
                                                  // connection
     detail::pooled_connection conn_;
     std::vector<std::function<void()>> callbacks_;
+    std::vector<std::size_t> marks_; // per savepoint: how many callbacks were registered then
     std::error_code failure_;
     bool open_ = false;
     /// The connection was made `query_only` because no transaction could be opened after a
@@ -162,6 +177,7 @@ inline std::error_code unit_of_work::commit() {
     open_ = false;
     auto callbacks = std::move(callbacks_);
     callbacks_.clear();
+    marks_.clear();
     // The connection stays with the unit until it is destroyed: statements the caller borrowed
     // from it may still be alive, and must not be reset on a connection another thread uses.
     if (failure_) {
@@ -183,6 +199,7 @@ inline std::error_code unit_of_work::rollback() {
         return errc::transaction_closed;
     open_ = false;
     callbacks_.clear();
+    marks_.clear();
     std::error_code ec;
     if (conn_->in_transaction()) {
         ec = detail::exec_cached(*conn_, "ROLLBACK");
@@ -197,6 +214,52 @@ inline std::error_code unit_of_work::on_commit(std::function<void()> f) {
         return errc::transaction_closed;
     callbacks_.push_back(std::move(f));
     return {};
+}
+
+inline std::error_code unit_of_work::savepoint() {
+    if (!open_)
+        return errc::transaction_closed;
+    if (failure_)
+        return failure_;
+    if (auto ec = detail::exec_cached(*conn_, "SAVEPOINT letterbox")) {
+        db_->record_error(*conn_);
+        return ec;
+    }
+    marks_.push_back(callbacks_.size());
+    return {};
+}
+
+inline std::error_code unit_of_work::release_savepoint() {
+    if (!open_)
+        return errc::transaction_closed;
+    if (marks_.empty())
+        return errc::precondition_failed;
+    marks_.pop_back();
+    if (failure_)
+        return failure_;
+    if (auto ec = detail::exec_cached(*conn_, "RELEASE letterbox")) {
+        db_->record_error(*conn_);
+        return ec;
+    }
+    return {};
+}
+
+inline std::error_code unit_of_work::rollback_to_savepoint() {
+    if (!open_)
+        return errc::transaction_closed;
+    if (marks_.empty())
+        return errc::precondition_failed;
+    callbacks_.resize(marks_.back());
+    marks_.pop_back();
+    if (failure_)
+        return failure_;
+    // The mark stays after `ROLLBACK TO`: `RELEASE` ends it, keeping nothing written since.
+    std::error_code ec = detail::exec_cached(*conn_, "ROLLBACK TO letterbox");
+    if (!ec)
+        ec = detail::exec_cached(*conn_, "RELEASE letterbox");
+    if (ec)
+        fail(ec); // the transaction is in an unknown state: give it up as a whole
+    return ec;
 }
 
 inline void unit_of_work::fail(std::error_code ec) noexcept {
@@ -234,6 +297,7 @@ inline void unit_of_work::finish_quietly() noexcept {
             conn_.discard(); // never hand a read-only connection to the next unit
     }
     callbacks_.clear();
+    marks_.clear();
     conn_.reset();
     db_.reset();
 }

@@ -66,6 +66,8 @@ struct inbox_store_harness {
                                 inbox_check_duplicate_after_commit)                                \
     LETTERBOX_DETAIL_INBOX_CASE(fixtures, "a duplicate within one uncommitted unit is detected",   \
                                 "", inbox_check_duplicate_within_unit)                             \
+    LETTERBOX_DETAIL_INBOX_CASE(fixtures, "savepoints keep or discard the records after them",     \
+                                "[group_commit]", inbox_check_savepoints_keep_or_discard_records)  \
     LETTERBOX_DETAIL_INBOX_CASE(fixtures, "of two overlapping units recording a key one commits",  \
                                 "", inbox_check_overlapping_units_one_commits)                     \
     LETTERBOX_DETAIL_INBOX_CASE(fixtures, "of two threads recording a key exactly one commits",    \

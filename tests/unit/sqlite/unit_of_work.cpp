@@ -23,6 +23,7 @@
 namespace unit_sqlite_unit_of_work {
 
 static_assert(letterbox::unit_of_work<letterbox::sqlite::unit_of_work>);
+static_assert(letterbox::savepoint_unit_of_work<letterbox::sqlite::unit_of_work>);
 static_assert(!std::is_copy_constructible_v<letterbox::sqlite::unit_of_work>);
 static_assert(std::is_nothrow_move_constructible_v<letterbox::sqlite::unit_of_work>);
 
@@ -376,6 +377,38 @@ TEST_CASE("sqlite unit_of_work keeps its connection while statements borrowed fr
     st = {};
     uow = {};
     CHECK(s.db.idle_connections() == 2);
+}
+
+TEST_CASE("sqlite unit_of_work savepoints keep or discard the writes and callbacks after them",
+          "[sqlite][unit_of_work][savepoint]") {
+    shop s;
+    const auto kept = s.event();
+    const auto dropped = s.event();
+    std::vector<int> ran;
+    auto uow = s.db.begin();
+    CHECK(uow.rollback_to_savepoint() == errc::precondition_failed); // no mark yet
+    REQUIRE_FALSE(shop::insert_order(uow, 1));
+    REQUIRE_FALSE(s.outbox.add(uow, kept, t0()));
+    REQUIRE_FALSE(uow.on_commit([&] { ran.push_back(1); }));
+
+    REQUIRE_FALSE(uow.savepoint());
+    REQUIRE_FALSE(shop::insert_order(uow, 2));
+    REQUIRE_FALSE(s.outbox.add(uow, dropped, t0()));
+    REQUIRE_FALSE(uow.on_commit([&] { ran.push_back(2); }));
+    REQUIRE_FALSE(uow.rollback_to_savepoint());
+
+    REQUIRE_FALSE(uow.savepoint());
+    REQUIRE_FALSE(shop::insert_order(uow, 3));
+    REQUIRE_FALSE(uow.on_commit([&] { ran.push_back(3); }));
+    REQUIRE_FALSE(uow.release_savepoint());
+    CHECK(uow.release_savepoint() == errc::precondition_failed);
+    REQUIRE_FALSE(uow.commit());
+
+    CHECK(ran == std::vector<int>{1, 3});
+    CHECK(s.orders() == 2);
+    CHECK(s.holds(kept.msg.id));
+    CHECK_FALSE(s.holds(dropped.msg.id));
+    CHECK(uow.savepoint() == errc::transaction_closed);
 }
 
 } // namespace unit_sqlite_unit_of_work

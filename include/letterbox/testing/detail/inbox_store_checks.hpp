@@ -6,6 +6,7 @@
 // letterbox/testing/inbox_store_suite.hpp.
 
 #include <letterbox/concepts/inbox_store.hpp>
+#include <letterbox/concepts/unit_of_work.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
@@ -126,6 +127,41 @@ void inbox_check_duplicate_within_unit(inbox_store_harness<Store>& h) {
     commit_unit(u);
     CHECK(recorded(h, "billing", id));
     CHECK(size_of(h) == 1);
+}
+
+/// Group commit (docs/group-commit.md): several messages in one unit, each in a savepoint. A
+/// record rolled back to its savepoint is gone and its key is new again; the released ones
+/// commit with the unit. Only for units with savepoints (`savepoint_unit_of_work`).
+template <inbox_store Store>
+void inbox_check_savepoints_keep_or_discard_records(inbox_store_harness<Store>& h) {
+    using namespace store_suite;
+    using unit = typename Store::unit_of_work_type;
+    if constexpr (savepoint_unit_of_work<unit>) {
+        const auto t0 = epoch();
+        message_id_generator ids{213};
+        const auto kept = ids();
+        const auto dropped = ids();
+        auto u = h.begin();
+        REQUIRE(describe(u.savepoint()) == success);
+        stage_record(h, u, "billing", kept, t0);
+        REQUIRE(describe(u.release_savepoint()) == success);
+        REQUIRE(describe(u.savepoint()) == success);
+        stage_record(h, u, "billing", dropped, t0);
+        REQUIRE(describe(u.rollback_to_savepoint()) == success);
+        // A duplicate of a released record is found within the unit, and rolled back alone.
+        REQUIRE(describe(u.savepoint()) == success);
+        CHECK(describe(h.store.try_record(u, "billing", kept, t0)) ==
+              describe(errc::already_processed));
+        REQUIRE(describe(u.rollback_to_savepoint()) == success);
+        commit_unit(u);
+        CHECK(recorded(h, "billing", kept));
+        CHECK_FALSE(recorded(h, "billing", dropped));
+        CHECK(size_of(h) == 1);
+        record_committed(h, "billing", dropped, t0); // new again
+        CHECK(size_of(h) == 2);
+    } else {
+        CHECK_FALSE(savepoint_unit_of_work<unit>); // nothing to check: it commits on its own
+    }
 }
 
 template <inbox_store Store>
