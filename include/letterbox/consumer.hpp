@@ -12,6 +12,7 @@
 #include <letterbox/consume_options.hpp>
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/disposition.hpp>
+#include <letterbox/group_commit_options.hpp>
 #include <letterbox/steady_clock.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -66,6 +67,13 @@ struct consumer_options {
     /// there, must then be safe to call from several threads at once (the middleware layers,
     /// the idempotent handler and the SQLite stores are).
     boost::asio::any_io_executor handler_executor{};
+    /// Off by default. With `max_messages` above 1, the deliveries are handled in batches that
+    /// share one unit of work, committed once and acknowledged after the commit (group commit,
+    /// docs/group-commit.md): the idempotent handler stages each message in a savepoint of it.
+    /// Needs a synchronous handler (an asynchronous one would hold the transaction open across
+    /// its waits: the constructor throws `errc::precondition_failed`). With a
+    /// `handler_executor`, each batch runs there in one go.
+    group_commit_options group_commit{};
 };
 
 /// What a consumer has seen, for metrics and tests.
@@ -122,6 +130,10 @@ struct consumer_stats {
 /// it, and a locked database never turns into a hot requeue loop. If the process dies
 /// meanwhile, the broker redelivers the held message.
 ///
+/// With `consumer_options::group_commit`, deliveries are handled in batches that commit once:
+/// the acks of a batch wait for its commit, and a failed commit hands every delivery of the
+/// batch that succeeded back to the store back-off above (docs/group-commit.md).
+///
 /// Thread safety: use one consumer from the transport's executor. The transport and the
 /// clock must outlive it and its in-flight handlers (a suspended coroutine handler keeps the
 /// consumer's state alive): shut it down (`async_shutdown`) before destroying them.
@@ -139,7 +151,9 @@ class consumer {
     static_assert(detail::check_clock<Clock>());
 
 public:
-    /// A consumer whose in-process retry delays run on the system's steady clock.
+    /// A consumer whose in-process retry delays run on the system's steady clock. Throws
+    /// `letterbox::error(errc::precondition_failed)` for group commit with an asynchronous
+    /// handler, or with a `max_delay` that is not positive.
     consumer(Transport& transport, Handler h,
              consumer_options options = {}) requires std::same_as<Clock, steady_clock>
         : state_(std::make_shared<state>(transport, std::move(h), nullptr, std::move(options))) {}

@@ -10,6 +10,14 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
 
 struct handler_failure;
 
+} // namespace letterbox::middleware
+
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
+class commit_group;
+} // namespace letterbox
+
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::middleware {
+
 /// One run of a pipeline over one delivery.
 struct handling {
     /// The delivery being handled: its message, queue and redelivered flag.
@@ -25,9 +33,17 @@ struct handling {
     void (*on_rerun)(void* context, const handler_failure& why, std::uint32_t next_run) = nullptr;
     /// What `on_rerun` is called with.
     void* on_rerun_context = nullptr;
+    /// The group commit this delivery belongs to (`consumer_options::group_commit`): a
+    /// transactional handler (`idempotent`) stages its writes in the group's shared unit of
+    /// work, which the consumer commits for the whole batch before acknowledging. Null: the
+    /// handler commits on its own.
+    commit_group* group = nullptr;
 
-    /// This handling for run `r`: the same delivery, told to the same listener.
-    handling with_run(std::uint32_t r) const { return handling{d, r, on_rerun, on_rerun_context}; }
+    /// This handling for run `r`: the same delivery, told to the same listener, in the same
+    /// group.
+    handling with_run(std::uint32_t r) const {
+        return handling{d, r, on_rerun, on_rerun_context, group};
+    }
 
     /// Calls `on_rerun`, if any.
     void rerun(const handler_failure& why, std::uint32_t next_run) const {

@@ -11,6 +11,7 @@
 #include <letterbox/backoff/jitter.hpp>
 #include <letterbox/backoff/none.hpp>
 #include <letterbox/clock.hpp>
+#include <letterbox/commit_group.hpp>
 #include <letterbox/concepts/async_delivery_handler.hpp>
 #include <letterbox/concepts/async_handler.hpp>
 #include <letterbox/concepts/clock.hpp>
@@ -37,6 +38,7 @@
 #include <letterbox/error.hpp>
 #include <letterbox/error_code.hpp>
 #include <letterbox/field_table.hpp>
+#include <letterbox/group_commit_options.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/handling.hpp>
 #include <letterbox/headers.hpp>

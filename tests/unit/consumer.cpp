@@ -17,6 +17,7 @@
 #include <letterbox/virtual_clock.hpp>
 
 #include "support/simulation.hpp"
+#include "unit/consumer_world.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -54,66 +55,7 @@ namespace {
 using namespace std::chrono_literals;
 using letterbox::errc;
 
-struct world {
-    boost::asio::io_context io;
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
-        io.get_executor()};
-    letterbox::virtual_clock clock;
-    letterbox::in_memory::broker broker{io.get_executor(), clock};
-    letterbox::in_memory::transport transport{broker};
-    letterbox::message_id_generator ids{11};
-
-    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = 5s) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (!done()) {
-            const auto now = std::chrono::steady_clock::now();
-            if (now >= deadline)
-                return false;
-            io.run_one_for(deadline - now);
-        }
-        return true;
-    }
-
-    template <class Op>
-    std::error_code await(Op op) {
-        std::optional<std::error_code> result;
-        op([&result](std::error_code ec) { result = ec; });
-        REQUIRE(run_until([&] { return result.has_value(); }));
-        return *result;
-    }
-
-    void declare_queue_with_dead_letters(const std::string& name) {
-        letterbox::topology::queue dlq;
-        dlq.name = name + ".dlq";
-        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(dlq, h); }));
-        letterbox::topology::queue q;
-        q.name = name;
-        letterbox::topology::queue_arguments args;
-        args.dead_letter_exchange = "";
-        args.dead_letter_routing_key = name + ".dlq";
-        q.arguments = args.to_table();
-        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(q, h); }));
-    }
-
-    std::error_code publish(const std::string& queue, std::string body) {
-        letterbox::message m;
-        m.id = ids();
-        m.routing_key = queue;
-        m.body = std::move(body);
-        return await([&](auto h) { transport.async_publish(m, h); });
-    }
-
-    template <class Consumer>
-    std::string start(Consumer& c) {
-        std::optional<std::string> tag;
-        c.async_start([&](std::error_code ec, std::string t) {
-            REQUIRE_FALSE(ec);
-            tag = std::move(t);
-        });
-        REQUIRE(run_until([&] { return tag.has_value(); }));
-        return *tag;
-    }
-};
+using unit_consumer_support::world;
 
 letterbox::consumer_options options_for(std::string queue, letterbox::failure_action a) {
     letterbox::consumer_options o;

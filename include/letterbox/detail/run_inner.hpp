@@ -81,13 +81,24 @@ template <class H>
 concept decides_handling = std::invocable<H&, const middleware::handling&> &&
     std::same_as<std::invoke_result_t<H&, const middleware::handling&>, middleware::disposition>;
 
-/// Runs `h` once for `x`: a delivery handler as it is, a plain handler on the message, with
-/// its exceptions and error codes turned into `middleware::disposition::fail`.
+/// `H` can stage its writes in a group commit: `h(m, group)` (`middleware::idempotent`).
+template <class H>
+concept joins_commit_group = requires(H& h, const message& m, commit_group* g) {
+    { h(m, g) } -> std::same_as<std::error_code>;
+};
+
+/// Runs `h` once for `x`: a delivery handler as it is, a plain handler on the message (in
+/// `x.group` if it can join one), with its exceptions and error codes turned into
+/// `middleware::disposition::fail`.
 template <class H>
 middleware::disposition run_inner(H& h, const middleware::handling& x) {
     try {
         if constexpr (decides_handling<H>) {
             return std::invoke(h, x);
+        } else if constexpr (joins_commit_group<H>) {
+            const std::error_code ec = h(x.d.msg, x.group);
+            return ec ? middleware::disposition::fail(failure_of(ec))
+                      : middleware::disposition::ack();
         } else if constexpr (std::is_void_v<std::invoke_result_t<H&, const message&>>) {
             std::invoke(h, x.d.msg);
             return middleware::disposition::ack();

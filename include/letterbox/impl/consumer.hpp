@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/commit_group.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/consumer_event.hpp>
@@ -56,6 +57,16 @@ struct consumer<Transport, Handler, Clock>::state {
             if (!clock)
                 clock = &owned_clock.emplace();
         }
+        if (options.group_commit.enabled()) {
+            if (letterbox::detail::runs_async<Handler>)
+                throw error(errc::precondition_failed,
+                            "consumer_options::group_commit needs a synchronous handler: an "
+                            "asynchronous one would hold the batch's transaction open across "
+                            "its waits");
+            if (options.group_commit.max_delay.count() <= 0)
+                throw error(errc::precondition_failed,
+                            "consumer_options::group_commit.max_delay must be positive");
+        }
     }
 
     static void handle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
@@ -77,6 +88,8 @@ struct consumer<Transport, Handler, Clock>::state {
                                       if (e)
                                           std::rethrow_exception(e);
                                   });
+        } else if (s->options.group_commit.enabled()) {
+            join_batch(s, {std::move(d), run, store_failures});
         } else if (s->options.handler_executor) {
             // A blocking handler runs on the pool; its outcome is settled back here.
             boost::asio::post(s->options.handler_executor,
@@ -102,15 +115,16 @@ struct consumer<Transport, Handler, Clock>::state {
                           });
     }
 
-    /// Runs the pipeline once for `d`; a handler that throws fails, it never escapes.
+    /// Runs the pipeline once for `d` (in `group`, if any); a handler that throws fails, it
+    /// never escapes.
     static disposition run_handler(const std::shared_ptr<state>& s, const delivery& d,
-                                   std::uint32_t run) {
+                                   std::uint32_t run, commit_group* group = nullptr) {
         disposition r = disposition::ack();
         run_observer observer{s.get(), &d};
         observer.started();
         try {
             r = detail::run_inner(s->handler,
-                                  middleware::handling{d, run, &count_rerun, &observer});
+                                  middleware::handling{d, run, &count_rerun, &observer, group});
         } catch (...) { // a delivery handler that throws is a bug: fail, don't crash
             r = internal_failure();
         }
@@ -133,6 +147,105 @@ struct consumer<Transport, Handler, Clock>::state {
         }
         observer.handled();
         settle_back(s, std::move(d), run, std::move(r), store_failures);
+    }
+
+    // --- Group commit (consumer_options::group_commit) ---------------------------------------
+    // Everything here runs on the transport's executor, except `run_batch` with a
+    // `handler_executor`. One batch runs at a time; the deliveries that arrive meanwhile wait
+    // for the next one.
+
+    /// A delivery waiting for its batch, with what `handle` was given for it.
+    struct batch_entry {
+        std::shared_ptr<const delivery> d;
+        std::uint32_t run;
+        std::uint32_t store_failures;
+    };
+
+    /// What running a batch gave: each delivery's disposition, and the group's commit.
+    struct batch_outcome {
+        std::vector<batch_entry> entries;
+        std::vector<disposition> results;
+        std::error_code commit;
+    };
+
+    /// How many deliveries make a full batch: the option, within the prefetch.
+    std::size_t batch_limit() const noexcept {
+        const std::size_t prefetch = options.consume.prefetch;
+        const std::size_t limit = options.group_commit.max_messages;
+        return prefetch > 0 ? std::min(limit, prefetch) : limit;
+    }
+
+    static void join_batch(const std::shared_ptr<state>& s, batch_entry e) {
+        s->pending.push_back(std::move(e));
+        start_batch(s);
+    }
+
+    /// Runs the waiting deliveries when they make a full batch, or when the oldest has waited
+    /// `max_delay`; otherwise makes sure a timer will.
+    static void start_batch(const std::shared_ptr<state>& s) {
+        if (s->batch_running || s->pending.empty())
+            return;
+        if (s->pending.size() < s->batch_limit() && !s->batch_due) {
+            if (!s->batch_timer) {
+                s->batch_timer = true;
+                after(s, s->options.group_commit.max_delay,
+                      [generation = s->batch_generation](const std::shared_ptr<state>& self) {
+                          if (generation != self->batch_generation)
+                              return; // that batch already ran, full
+                          self->batch_due = true;
+                          start_batch(self);
+                      });
+            }
+            return;
+        }
+        auto batch = std::make_shared<batch_outcome>();
+        batch->entries.swap(s->pending);
+        s->batch_running = true;
+        s->batch_due = false;
+        s->batch_timer = false;
+        ++s->batch_generation;
+        if (!s->options.handler_executor) {
+            run_batch(s, *batch);
+            return batch_done(s, std::move(*batch));
+        }
+        boost::asio::post(s->options.handler_executor, [s, batch] {
+            run_batch(s, *batch);
+            boost::asio::post(s->transport->get_executor(),
+                              [s, batch] { batch_done(s, std::move(*batch)); });
+        });
+    }
+
+    /// Runs each delivery's pipeline in one `commit_group`, then commits it.
+    static void run_batch(const std::shared_ptr<state>& s, batch_outcome& b) {
+        commit_group group;
+        b.results.reserve(b.entries.size());
+        for (const auto& e : b.entries)
+            b.results.push_back(run_handler(s, *e.d, e.run, &group));
+        try {
+            b.commit = group.commit();
+        } catch (...) {
+            // An `on_commit` callback threw, after the commit applied: the acks stand.
+        }
+    }
+
+    /// Settles a batch: the successes are acknowledged once the commit applied; when it did
+    /// not, nothing they staged was kept, so they are handled again after the store back-off.
+    /// The other dispositions staged nothing and are carried out as they are.
+    static void batch_done(const std::shared_ptr<state>& s, batch_outcome b) {
+        s->batch_running = false;
+        for (std::size_t i = 0; i < b.entries.size(); ++i) {
+            auto& e = b.entries[i];
+            disposition& r = b.results[i];
+            if (!b.commit || r.what() != disposition::kind::ack) {
+                settle(s, std::move(e.d), e.run, std::move(r), e.store_failures);
+                continue;
+            }
+            const middleware::handler_failure why = letterbox::detail::failure_of(b.commit);
+            s->counts.failed.fetch_add(1, std::memory_order_relaxed);
+            s->observe(consumer_event::kind::failed, *e.d, &why);
+            wait_for_store(s, std::move(e.d), e.run, e.store_failures);
+        }
+        start_batch(s);
     }
 
     static disposition internal_failure() {
@@ -422,6 +535,12 @@ struct consumer<Transport, Handler, Clock>::state {
     std::vector<wait_op> idle_waiters, drain_waiters;
     std::atomic<std::size_t> waiters{0}; // their number, read without the lock
     bool asking_depth = false;           // an async_queue_depth is on its way
+    // Group commit: the deliveries waiting for the next batch, and its state.
+    std::vector<batch_entry> pending;
+    std::uint64_t batch_generation = 0; // batches started so far
+    bool batch_running = false;
+    bool batch_timer = false; // a timer will start the waiting batch
+    bool batch_due = false;   // that timer fired while a batch ran
 };
 
 template <class Transport, class Handler, class Clock>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/commit_group.hpp>
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/concepts/unit_of_work.hpp>
@@ -95,10 +96,38 @@ public:
     /// without an idempotency key is refused with `errc::missing_idempotency_key` before
     /// anything runs, unless `on_missing_key` said to handle it without deduplication.
     std::error_code operator()(const message& m) requires(!detail::is_after_call<Effect>) {
+        return (*this)(m, nullptr);
+    }
+
+    /// The same as a member of `group` (a consumer's group commit, docs/group-commit.md),
+    /// when the unit of work has savepoints (`savepoint_unit_of_work`): the first message
+    /// begins the unit that the group shares, and each one records its key and runs its effect
+    /// in a savepoint of it. Success means staged: the consumer acknowledges after the group's
+    /// commit. A failure rolls back this message's savepoint alone. With a null `group`, a
+    /// group that holds another type of unit, or a unit without savepoints, it commits on its
+    /// own as above. In a group that a crash point abandoned it returns
+    /// `errc::transaction_closed` and runs nothing.
+    std::error_code operator()(const message& m,
+                               commit_group* group) requires(!detail::is_after_call<Effect>) {
         std::optional<message_id> key;
         if (const std::error_code refused = admit(m, key))
             return refused;
-        return commit(m, key, [&](unit_of_work_type& uow) { return run_effect(effect_, m, uow); });
+        auto effect = [&](unit_of_work_type& uow) {
+            return run_effect(effect_, m, uow);
+        };
+        if constexpr (savepoint_unit_of_work<unit_of_work_type>) {
+            if (group && group->finished())
+                return errc::transaction_closed;
+            if (group) {
+                // Expired records go before the group's unit begins: an SQLite purge waits for
+                // the write lock, which that unit then holds.
+                if (!group->has_unit())
+                    purge_expired(clock_->wall_now());
+                if (unit_of_work_type* shared = group->template unit<unit_of_work_type>(begin_))
+                    return stage_in(*group, *shared, m, key, effect);
+            }
+        }
+        return commit(m, key, effect);
     }
 
     /// The same for an effect made with `after_call(call, effect)`: a coroutine that makes the
@@ -292,6 +321,40 @@ private:
         return {};
     }
 
+    // Records `key` (if any) in `uow` and runs `effect(uow)` unless the key was there. Then
+    // `undo()` discards what this message staged (its unit, or its savepoint) if the key was
+    // there (a duplicate: success, and `duplicate` is set) or something failed (its error, or
+    // its exception, propagated). Otherwise success, with the record and the effect staged.
+    // A rollback that fails cannot be acted on: the error to report is the one before it.
+    template <class RunEffect, class Undo>
+    std::error_code record_and_apply(const message& m, unit_of_work_type& uow,
+                                     const std::optional<message_id>& key, store_time now,
+                                     RunEffect& effect, Undo undo, bool& duplicate) {
+        std::error_code ec;
+        if (key)
+            ec = inbox_->try_record(uow, consumer_id_, *key, now);
+        if (ec == errc::already_processed) {
+            undo();
+            counted_duplicate(m);
+            duplicate = true;
+            return {};
+        }
+        if (!ec) {
+            try {
+                ec = effect(uow);
+            } catch (...) {
+                undo();
+                counters_->failed.fetch_add(1, std::memory_order_relaxed);
+                throw;
+            }
+        }
+        if (ec) {
+            undo();
+            counters_->failed.fetch_add(1, std::memory_order_relaxed);
+        }
+        return ec;
+    }
+
     // In one unit of work: records `key` (if any) in the inbox, runs `effect(uow)` unless the
     // key was there, and commits. Success when committed now or before (a duplicate).
     template <class RunEffect>
@@ -300,30 +363,11 @@ private:
         const store_time now = clock_->wall_now();
         purge_expired(now);
         unit_of_work_type uow = begin_();
-        std::error_code ec;
-        if (key)
-            ec = inbox_->try_record(uow, consumer_id_, *key, now);
-        // A rollback that fails cannot be acted on: the error to report is the one before it,
-        // and the unit is discarded either way.
-        if (ec == errc::already_processed) {
-            (void)uow.rollback();
-            counted_duplicate(m);
-            return {};
-        }
-        if (!ec) {
-            try {
-                ec = effect(uow);
-            } catch (...) {
-                (void)uow.rollback();
-                counters_->failed.fetch_add(1, std::memory_order_relaxed);
-                throw;
-            }
-        }
-        if (ec) {
-            (void)uow.rollback();
-            counters_->failed.fetch_add(1, std::memory_order_relaxed);
+        bool duplicate = false;
+        std::error_code ec = record_and_apply(
+            m, uow, key, now, effect, [&uow] { (void)uow.rollback(); }, duplicate);
+        if (duplicate || ec)
             return ec;
-        }
         if (halts_at(failpoint::after_effect_before_inbox_commit, m.id)) {
             (void)uow.rollback(); // the process died: its open transaction is lost
             throw failpoint_halt(failpoint::after_effect_before_inbox_commit);
@@ -342,6 +386,45 @@ private:
         if (!ec && halts_at(failpoint::after_inbox_commit_before_ack, m.id))
             throw failpoint_halt(failpoint::after_inbox_commit_before_ack);
         return ec;
+    }
+
+    // In a savepoint of the group's unit `uow`: records `key` (if any), runs `effect(uow)`
+    // unless the key was there, and keeps both in the unit for the group's commit. Success
+    // when staged or a duplicate; a failure leaves nothing of this message in the unit.
+    template <class RunEffect>
+    std::error_code stage_in(commit_group& group, unit_of_work_type& uow, const message& m,
+                             const std::optional<message_id>& key, RunEffect effect) {
+        if (std::error_code ec = uow.savepoint()) {
+            counters_->failed.fetch_add(1, std::memory_order_relaxed);
+            return ec;
+        }
+        bool duplicate = false;
+        std::error_code ec = record_and_apply(
+            m, uow, key, clock_->wall_now(), effect, [&uow] { (void)uow.rollback_to_savepoint(); },
+            duplicate);
+        if (duplicate || ec)
+            return ec;
+        if (halts_at(failpoint::after_effect_before_inbox_commit, m.id)) {
+            group.abandon(); // the process died: the group's open transaction is lost
+            throw failpoint_halt(failpoint::after_effect_before_inbox_commit);
+        }
+        ec = uow.release_savepoint();
+        if (!ec)
+            ec = uow.on_commit([counters = counters_, keyed = key.has_value()] {
+                (keyed ? counters->processed : counters->unkeyed)
+                    .fetch_add(1, std::memory_order_relaxed);
+            });
+        if (ec) {
+            counters_->failed.fetch_add(1, std::memory_order_relaxed);
+            return ec;
+        }
+        if constexpr (failpoints_enabled)
+            if (failpoint_)
+                group.after_commit([hook = failpoint_, id = m.id] {
+                    if (hook(failpoint::after_inbox_commit_before_ack, id))
+                        throw failpoint_halt(failpoint::after_inbox_commit_before_ack);
+                });
+        return {};
     }
 
     // Runs `f(args...)`: its error code, or success for a `void` effect.

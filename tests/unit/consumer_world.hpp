@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: BSL-1.0
+// The consumer unit tests' world: an io_context, a broker on a virtual clock and a transport.
+#pragma once
+
+#include <letterbox/topology/queue.hpp>
+#include <letterbox/topology/queue_arguments.hpp>
+#include <letterbox/transport/in_memory/broker.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
+#include <letterbox/virtual_clock.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace unit_consumer_support {
+
+using namespace std::chrono_literals;
+
+struct world {
+    boost::asio::io_context io;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
+        io.get_executor()};
+    letterbox::virtual_clock clock;
+    letterbox::in_memory::broker broker{io.get_executor(), clock};
+    letterbox::in_memory::transport transport{broker};
+    letterbox::message_id_generator ids{11};
+
+    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = 5s) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (!done()) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= deadline)
+                return false;
+            io.run_one_for(deadline - now);
+        }
+        return true;
+    }
+
+    template <class Op>
+    std::error_code await(Op op) {
+        std::optional<std::error_code> result;
+        op([&result](std::error_code ec) { result = ec; });
+        REQUIRE(run_until([&] { return result.has_value(); }));
+        return *result;
+    }
+
+    void declare_queue_with_dead_letters(const std::string& name) {
+        letterbox::topology::queue dlq;
+        dlq.name = name + ".dlq";
+        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(dlq, h); }));
+        letterbox::topology::queue q;
+        q.name = name;
+        letterbox::topology::queue_arguments args;
+        args.dead_letter_exchange = "";
+        args.dead_letter_routing_key = name + ".dlq";
+        q.arguments = args.to_table();
+        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(q, h); }));
+    }
+
+    std::error_code publish(const std::string& queue, std::string body) {
+        letterbox::message m;
+        m.id = ids();
+        m.routing_key = queue;
+        m.body = std::move(body);
+        return await([&](auto h) { transport.async_publish(m, h); });
+    }
+
+    template <class Consumer>
+    std::string start(Consumer& c) {
+        std::optional<std::string> tag;
+        c.async_start([&](std::error_code ec, std::string t) {
+            REQUIRE_FALSE(ec);
+            tag = std::move(t);
+        });
+        REQUIRE(run_until([&] { return tag.has_value(); }));
+        return *tag;
+    }
+};
+
+} // namespace unit_consumer_support
