@@ -189,12 +189,14 @@ void create_consumer_database(const std::string& path) {
 
 std::map<std::string, std::string> consumer_env(const std::string& path, const std::string& queue,
                                                 int prefetch, int effect_ms,
-                                                const std::string& failpoint) {
+                                                const std::string& failpoint,
+                                                int group_commit = 0) {
     return {{kill9::env_database, path},
             {kill9::env_queue, queue},
             {kill9::env_prefetch, std::to_string(prefetch)},
             {kill9::env_effect_ms, std::to_string(effect_ms)},
-            {kill9::env_failpoint, failpoint}};
+            {kill9::env_failpoint, failpoint},
+            {kill9::env_group_commit, std::to_string(group_commit)}};
 }
 
 /// Runs a consumer with no failpoint until every expected message has had its effect (or no
@@ -432,8 +434,12 @@ std::string consumer_iteration(driver_broker& b, int index, campaign_totals& tot
 
     const int prefetch = uniform(rng, 8, 16);
     const int effect_ms = uniform(rng, 1, 3);
-    story.setup =
-        ", prefetch " + std::to_string(prefetch) + ", effect " + std::to_string(effect_ms) + " ms";
+    // Group commit in every other iteration: batches of up to the prefetch, one commit each.
+    const int group_commit = index % 2 == 1 ? prefetch : 0;
+    story.setup = ", prefetch " + std::to_string(prefetch) + ", effect " +
+                  std::to_string(effect_ms) + " ms" +
+                  (group_commit > 0 ? ", group commit of up to " + std::to_string(group_commit)
+                                    : std::string(", one commit per delivery"));
     std::error_code ec;
     auto reader = letterbox::sqlite::connection::open(path, {}, ec);
     REQUIRE_FALSE(ec);
@@ -456,15 +462,19 @@ std::string consumer_iteration(driver_broker& b, int index, campaign_totals& tot
             const auto point = k == 0
                                    ? consumer_points[static_cast<std::size_t>(index) % 2]
                                    : consumer_points[static_cast<std::size_t>(uniform(rng, 0, 1))];
-            // Each message not applied yet passes both points once in this process, so a hit
-            // up to `remaining` is reached; spread the kills over the work.
+            // Each message not applied yet passes the effect once in this process, and each
+            // unit of work commits once: one per message, or one per batch of up to
+            // `group_commit`. So a hit up to that many is reached; spread the kills over the work.
+            const int units = point == kill9::consumer_after_commit && group_commit > 0
+                                  ? remaining / group_commit
+                                  : remaining;
             const kill9::failpoint fp{
-                std::string(point), static_cast<std::uint64_t>(
-                                        uniform(rng, 1, std::max(1, remaining / (kills - k + 1))))};
+                std::string(point),
+                static_cast<std::uint64_t>(uniform(rng, 1, std::max(1, units / (kills - k + 1))))};
             story.kills.push_back(fp.to_string());
             kill9::child_process consumer(
                 kill9::consumer_child_test,
-                consumer_env(path, queue, prefetch, effect_ms, fp.to_string()), log);
+                consumer_env(path, queue, prefetch, effect_ms, fp.to_string(), group_commit), log);
             // It dies at its failpoint, unless its deliveries dry up first: then messages were
             // lost, which the tally at the end reports (so the run goes on to it).
             const bool ended =
@@ -486,8 +496,9 @@ std::string consumer_iteration(driver_broker& b, int index, campaign_totals& tot
             const int delay_ms = uniform(rng, 0, 150);
             story.kills.push_back("random:" + std::to_string(delay_ms) + "ms");
             const auto baseline = delivered();
-            kill9::child_process consumer(kill9::consumer_child_test,
-                                          consumer_env(path, queue, prefetch, effect_ms, ""), log);
+            kill9::child_process consumer(
+                kill9::consumer_child_test,
+                consumer_env(path, queue, prefetch, effect_ms, "", group_commit), log);
             const bool working = kill9::wait_until(
                 [&] { return delivered() > baseline || !consumer.running(); }, 20s);
             consumer.wait_for(std::chrono::milliseconds(delay_ms));

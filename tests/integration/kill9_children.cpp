@@ -15,6 +15,7 @@
 #include <letterbox/amqp/transport.hpp>
 #include <letterbox/sqlite.hpp>
 
+#include <letterbox/commit_group.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/handler_failure.hpp>
@@ -179,24 +180,39 @@ TEST_CASE("kill9 child: consumer", "[.kill9_child]") {
 
     // Every delivery is logged first, in a transaction of its own, so the driver can count
     // broker-level duplicates; then the idempotent unit runs. The consumer acks on success.
+    // With group commit, the log goes into the batch's unit (the database has one writer, and
+    // the batch holds it), before the message's savepoint: a crash before the batch's commit
+    // loses those rows with the rest of the batch.
+    auto log_delivery = [pid](letterbox::sqlite::connection& c,
+                              const letterbox::middleware::handling& x) {
+        std::error_code ec;
+        auto st = c.prepare(
+            "INSERT INTO deliveries(message_id, redelivered, pid) VALUES (?1, ?2, ?3)", ec);
+        if (ec)
+            return ec;
+        st->bind_text(1, letterbox::to_string(x.d.msg.id));
+        st->bind_int64(2, x.d.redelivered ? 1 : 0);
+        st->bind_int64(3, pid);
+        return st->execute();
+    };
     auto handler = [&](const letterbox::middleware::handling& x) {
         letterbox::middleware::handler_failure failure;
         try {
-            auto u = db.begin();
             std::error_code ec;
-            auto st = u.connection().prepare(
-                "INSERT INTO deliveries(message_id, redelivered, pid) VALUES (?1, ?2, ?3)", ec);
-            if (!ec) {
-                st->bind_text(1, letterbox::to_string(x.d.msg.id));
-                st->bind_int64(2, x.d.redelivered ? 1 : 0);
-                st->bind_int64(3, pid);
-                ec = st->execute();
-                st = {};
+            if (x.group != nullptr) {
+                auto* batch = x.group->unit<letterbox::sqlite::unit_of_work>(begin);
+                ec = batch != nullptr ? log_delivery(batch->connection(), x)
+                                      : make_error_code(letterbox::errc::transaction_closed);
+                if (!ec)
+                    ec = applied(x.d.msg, x.group);
+            } else {
+                auto u = db.begin();
+                ec = log_delivery(u.connection(), x);
+                if (!ec)
+                    ec = u.commit();
+                if (!ec)
+                    ec = applied(x.d.msg);
             }
-            if (!ec)
-                ec = u.commit();
-            if (!ec)
-                ec = applied(x.d.msg);
             if (!ec)
                 return letterbox::middleware::disposition::ack();
             failure.error = ec;
@@ -211,6 +227,9 @@ TEST_CASE("kill9 child: consumer", "[.kill9_child]") {
     co.consume.queue = kill9::env(kill9::env_queue);
     co.consume.prefetch = static_cast<std::uint16_t>(std::stoi(kill9::env(kill9::env_prefetch)));
     co.on_failure = letterbox::failure_action::requeue;
+    const auto group_commit = kill9::env(kill9::env_group_commit);
+    co.group_commit.max_messages = group_commit.empty() ? 0 : std::stoul(group_commit);
+    co.group_commit.max_delay = 20ms;
     letterbox::consumer consumer(transport, handler, co);
     std::optional<std::error_code> started;
     consumer.async_start([&](std::error_code ec, const std::string&) { started = ec; });

@@ -59,6 +59,8 @@ inline constexpr const char* env_failpoint = "LETTERBOX_KILL9_FAILPOINT";
 /// The consumer's prefetch, and how long its effect takes (milliseconds).
 inline constexpr const char* env_prefetch = "LETTERBOX_KILL9_PREFETCH";
 inline constexpr const char* env_effect_ms = "LETTERBOX_KILL9_EFFECT_MS";
+/// The consumer's group commit: deliveries per commit at most (0: one commit per delivery).
+inline constexpr const char* env_group_commit = "LETTERBOX_KILL9_GROUP_COMMIT";
 /// The seed of the child's own randomness (the relay's back-off jitter).
 inline constexpr const char* env_seed = "LETTERBOX_KILL9_SEED";
 

@@ -18,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -45,6 +46,25 @@ letterbox::relay_options relay_options_for(std::string owner, std::uint64_t seed
 }
 
 using pipeline::relay_process;
+
+/// The broker with its topology, both services' files, the enrollments committed with their
+/// events, and a relay publishing them: what the consumer crash tests start from.
+struct relayed_enrollments {
+    pipeline::temp_dir dir;
+    pipeline::world w;
+    bool declared = (w.declare_topology(), true);
+    pipeline::enrollment_service enrollment;
+    pipeline::access_service access;
+    relay_process relay;
+
+    explicit relayed_enrollments(std::mt19937_64& rng)
+        : enrollment(dir.file("enrollment.db"), rng())
+        , access(dir.file("access.db"))
+        , relay(w, enrollment.outbox, relay_options_for("relay-1", rng())) {
+        for (int i = 1; i <= enrollments; ++i)
+            enrollment.confirm(i, students[i % 4], w.clock.wall_now(), relay.relay.waker());
+    }
+};
 
 } // namespace
 
@@ -138,14 +158,11 @@ TEST_CASE("pipeline: a consumer killed at any step loses nothing and duplicates 
     const int victim = std::uniform_int_distribution<int>(1, enrollments)(rng);
     INFO("crash at step " << static_cast<int>(point) << " of delivery " << victim);
 
-    pipeline::temp_dir dir;
-    pipeline::world w;
-    w.declare_topology();
-    pipeline::enrollment_service enrollment(dir.file("enrollment.db"), rng());
-    pipeline::access_service access(dir.file("access.db"));
-    relay_process relay(w, enrollment.outbox, relay_options_for("relay-1", rng()));
-    for (int i = 1; i <= enrollments; ++i)
-        enrollment.confirm(i, students[i % 4], w.clock.wall_now(), relay.relay.waker());
+    relayed_enrollments r(rng);
+    auto& w = r.w;
+    auto& enrollment = r.enrollment;
+    auto& access = r.access;
+    auto& relay = r.relay;
 
     // The first consumer process settles by hand so that it can die between any two steps.
     struct crash {};
@@ -209,6 +226,91 @@ TEST_CASE("pipeline: a consumer killed at any step loses nothing and duplicates 
         CHECK(handler.stats().duplicates >= 1); // the committed, unacked one came back
     if (point == step::during_effect)
         CHECK(crashing_effect.stats().failed == 1);
+
+    relay.stop(w);
+}
+
+TEST_CASE("pipeline: a group-committing consumer killed before or after a batch's commit loses "
+          "nothing and duplicates no effect",
+          "[property][pipeline][crash_points][group_commit]") {
+    const auto seed = letterbox::testing::derive_seed(
+        letterbox::testing::test_seed(), "property/pipeline_crash_points/group_commit");
+    INFO("derived seed " << seed << " (replay with LETTERBOX_SEED)");
+    std::mt19937_64 rng(seed);
+
+    const auto point = GENERATE(letterbox::failpoint::after_effect_before_inbox_commit,
+                                letterbox::failpoint::after_inbox_commit_before_ack);
+    const int round = GENERATE(range(0, 4));
+    rng.seed(seed + static_cast<std::uint64_t>(round) * 1000 + static_cast<std::uint64_t>(point));
+    const int victim = std::uniform_int_distribution<int>(1, enrollments)(rng);
+    INFO("crash at " << letterbox::to_string(point) << " of message " << victim);
+
+    relayed_enrollments r(rng);
+    auto& w = r.w;
+    auto& enrollment = r.enrollment;
+    auto& access = r.access;
+    auto& relay = r.relay;
+
+    letterbox::consumer_options options;
+    options.consume.queue = pipeline::queue_name;
+    options.consume.prefetch = 4;
+    options.group_commit = {.max_messages = 4, .max_delay = 5ms};
+    // A failure the dying process still settles is requeued, never dead-lettered: whether it
+    // reaches the broker before the close or not, nothing is lost either way.
+    options.on_failure = letterbox::failure_action::requeue;
+
+    // The first consumer process dies at `point` of its `victim`-th message.
+    auto first_transport = std::make_unique<letterbox::in_memory::transport>(w.broker, "access-1");
+    int hits = 0;
+    bool dead = false;
+    std::uint64_t processed_at_death = 0; // each one committed one grant
+    // A dead process runs nothing more: what it had received stays unsettled (a store error
+    // holds a delivery for the back-off) until its connection is closed and the broker requeues
+    // it.
+    std::function<std::uint64_t()> dying_stats;
+    auto dying =
+        letterbox::idempotent(
+            [&](const letterbox::message& m, letterbox::sqlite::unit_of_work& u) {
+                if (dead)
+                    throw letterbox::error(errc::store_unavailable, "the process is dead");
+                pipeline::access_service::grant(m, u);
+            },
+            access.inbox, [&] { return access.db.begin(); }, "access-service", w.clock)
+            .with_failpoint([&](letterbox::failpoint p, const letterbox::message_id&) {
+                if (dead || p != point || ++hits != victim)
+                    return false;
+                dead = true;
+                processed_at_death = dying_stats();
+                first_transport->async_close([](std::error_code) {}); // unacked deliveries requeue
+                return true;
+            });
+    dying_stats = [&] {
+        return dying.stats().processed;
+    }; // copies share their counts
+    letterbox::consumer first(*first_transport, dying, w.clock, options);
+    first.async_start([](std::error_code ec, const std::string&) { REQUIRE_FALSE(ec); });
+    REQUIRE(w.drive_until([&] { return dead; }));
+    REQUIRE(w.drive_until([&] { return w.broker.total_unacked() == 0; }));
+    // Before the commit, the batch died with its transaction: nothing of it was kept.
+    if (point == letterbox::failpoint::after_effect_before_inbox_commit) {
+        CHECK(access.grants() == static_cast<std::int64_t>(processed_at_death));
+        CHECK(dying.stats().processed == processed_at_death);
+    }
+
+    // The restarted consumer process.
+    letterbox::in_memory::transport second_transport(w.broker, "access-2");
+    auto handler = access.handler(w.clock);
+    letterbox::consumer second(second_transport, handler, w.clock, options);
+    second.async_start([](std::error_code ec, const std::string&) { REQUIRE_FALSE(ec); });
+    REQUIRE(w.drive_until([&] {
+        return access.distinct_grants() == enrollments && w.broker.total_ready() == 0 &&
+               w.broker.total_unacked() == 0 && enrollment.stats(w.clock.wall_now()).pending == 0;
+    }));
+    CHECK(access.grants() == enrollments);
+    CHECK(access.max_grants_per_message() == 1);
+    CHECK(dying.stats().processed + handler.stats().processed == enrollments);
+    if (point == letterbox::failpoint::after_inbox_commit_before_ack)
+        CHECK(handler.stats().duplicates >= 1); // the committed, unacked batch came back
 
     relay.stop(w);
 }

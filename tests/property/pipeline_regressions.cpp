@@ -34,6 +34,7 @@ replay(std::uint64_t seed, std::string_view schedule, letterbox::testing::fault_
     o.schedule = *parsed;
     o.defect = defect;
     o.topology = std::move(topology);
+    o.group_commit = 0; // found before group commit: one commit per delivery, as then
     return letterbox::testing::run_pipeline<test_support::ledger_app>(seed, o);
 }
 
@@ -55,6 +56,7 @@ void replay_found_run(std::uint64_t pipeline_seed, found_run_counts expected) {
     faults.queue_deletions = 0;
     o.faults = faults;
     o.topology = letterbox::testing::pipeline_topology::single();
+    o.group_commit = 0;
     const auto r = letterbox::testing::run_pipeline<test_support::ledger_app>(pipeline_seed, o);
     INFO(r.to_string());
     CHECK(r.ok());

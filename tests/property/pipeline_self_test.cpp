@@ -95,4 +95,12 @@ TEST_CASE("self-test: an inbox keyed on the message id alone is caught losing me
     expect_caught(pipeline_defect::inbox_key_without_consumer, invariant::no_loss);
 }
 
+TEST_CASE("self-test: a group commit that acks its batch before the commit is caught losing "
+          "messages",
+          "[property][simulation][self_test][group_commit]") {
+    // Caught when a consumer dies after some messages of a batch were staged and acknowledged,
+    // before the batch committed (failpoint::after_effect_before_inbox_commit of a later one).
+    expect_caught(pipeline_defect::ack_before_batch_commit, invariant::no_loss);
+}
+
 } // namespace property_pipeline_self_test

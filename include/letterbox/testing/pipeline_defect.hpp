@@ -34,6 +34,11 @@ enum class pipeline_defect : std::uint8_t {
     /// consumers of the same event deduplicate each other: the second to handle it skips it
     /// as a duplicate. With two consumers or more (a fan-out), `no-loss` fails.
     inbox_key_without_consumer,
+    /// With group commit on (the defect turns it on unless the options say otherwise), the
+    /// consumer acknowledges each delivery of a batch as soon as its handler has staged it,
+    /// before the batch's commit. A crash before that commit loses the acknowledged messages
+    /// of the batch: `no-loss` fails.
+    ack_before_batch_commit,
 };
 
 /// The name of a defect, as reports spell it.
@@ -51,6 +56,8 @@ constexpr std::string_view to_string(pipeline_defect d) noexcept {
         return "return_as_success";
     case pipeline_defect::inbox_key_without_consumer:
         return "inbox_key_without_consumer";
+    case pipeline_defect::ack_before_batch_commit:
+        return "ack_before_batch_commit";
     }
     return "unknown";
 }

@@ -9,6 +9,7 @@
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/pipeline_defect.hpp>
 #include <letterbox/testing/pipeline_topology.hpp>
+#include <letterbox/testing/seed.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <random>
 #include <system_error>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
@@ -53,6 +55,12 @@ struct pipeline_options {
     /// (`pipeline_topology::from_seed`). `pipeline_topology::single()` for one process of one
     /// consumer.
     std::optional<pipeline_topology> topology{};
+    /// Group commit in every consumer process: at most this many deliveries per commit
+    /// (`consumer_options::group_commit`, a batch committed 5 ms of virtual time after its
+    /// first delivery at the latest), and at most the prefetch; 0 or 1 for one commit per
+    /// delivery. By default drawn from each run's seed (`group_commit_from_seed`): on, in
+    /// batches of up to the prefetch, in half the runs.
+    std::optional<std::size_t> group_commit{};
     /// Where each run makes its temporary directory (the application's files). Empty: the
     /// directory in `LETTERBOX_SIMULATION_DIR` if set, else `/dev/shm` when it exists, else the
     /// system's temporary directory. A simulated crash is a process crash, not a power loss, so
@@ -68,6 +76,13 @@ struct pipeline_options {
     std::function<void(const consumer_event&)> on_consumer_event{};
     std::function<void(const message&)> on_duplicate{};
 };
+
+/// The group commit a run draws from `seed` when `pipeline_options::group_commit` leaves it
+/// open: up to `prefetch` deliveries per commit in half the runs, else one per delivery (0).
+inline std::size_t group_commit_from_seed(std::uint64_t seed, std::uint16_t prefetch) {
+    std::mt19937_64 rng(derive_seed(seed, "group_commit"));
+    return rng() % 2 == 0 ? std::size_t{prefetch} : std::size_t{0};
+}
 
 /// The directory a run makes its temporary directory in (see `pipeline_options::directory`).
 inline std::filesystem::path simulation_directory(const pipeline_options& o) {

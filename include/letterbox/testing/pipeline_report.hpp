@@ -36,6 +36,8 @@ struct pipeline_report : detail::pipeline_counts {
     std::size_t order_checked_aggregates = 0;
 
     std::size_t crashes = 0;
+    /// Runs whose consumers committed deliveries in groups (`pipeline_result::group_commit`).
+    std::size_t group_commit_runs = 0;
 
     /// The first failing runs (at most `pipeline_check_options::keep_failures`).
     std::vector<pipeline_result> failures;
@@ -56,6 +58,8 @@ struct pipeline_report : detail::pipeline_counts {
         order_checked_aggregates += r.order_checked_aggregates;
         add_counts(r);
         crashes += r.crashes;
+        if (r.group_commit > 1)
+            ++group_commit_runs;
         if (!r.ok()) {
             ++failed_runs;
             if (failures.size() < keep_failures)
@@ -82,7 +86,8 @@ struct pipeline_report : detail::pipeline_counts {
             " poison isolation failures, " + n(invariant::convergence) +
             " unsettled; determinism: " + std::to_string(replays - determinism_failures) + " of " +
             std::to_string(replays) + " replays identical\n";
-        out += "  totals: " + counts_text() + " crashes=" + std::to_string(crashes) + '\n';
+        out += "  totals: " + counts_text() + " crashes=" + std::to_string(crashes) +
+               " group_commit_runs=" + std::to_string(group_commit_runs) + '\n';
         for (const auto& f : failures) {
             out += "--- failing run; replay it alone with LETTERBOX_PIPELINE_SEED=" +
                    std::to_string(f.seed) + " (or run_pipeline<App>(" + std::to_string(f.seed) +

@@ -29,6 +29,9 @@ struct pipeline_result : detail::pipeline_counts {
     fault_schedule schedule{};
     /// The consumers it ran (drawn from the seed unless the options fixed them).
     pipeline_topology topology{};
+    /// The group commit of its consumers: deliveries per commit at most, 0 for one commit per
+    /// delivery (drawn from the seed unless the options fixed it).
+    std::size_t group_commit = 0;
     pipeline_defect defect = pipeline_defect::none;
     /// Everything that happened, in order.
     history events{};
@@ -61,7 +64,9 @@ struct pipeline_result : detail::pipeline_counts {
                " settled=" + (settled ? "true" : "false") + '\n';
         out += "  consumers: " + topology.to_string() + " (order checked for " +
                std::to_string(order_checked_aggregates) + " of " +
-               std::to_string(order_aggregates) + " consumer aggregates)\n";
+               std::to_string(order_aggregates) + " consumer aggregates)";
+        out += group_commit > 1 ? ", group commit of up to " + std::to_string(group_commit) + '\n'
+                                : std::string(", one commit per delivery\n");
         if (defect != pipeline_defect::none)
             out += "  defect=" + std::string(letterbox::testing::to_string(defect)) + '\n';
         out += "fault profile:\n" + faults.to_string();

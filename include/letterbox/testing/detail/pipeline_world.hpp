@@ -79,6 +79,10 @@ public:
         , profile_(options_.faults.value_or(fault_profile::from_seed(seed)))
         , schedule_(options_.schedule.value_or(profile_.schedule(seed, options_.fault_window)))
         , shape_(options_.topology.value_or(pipeline_topology::from_seed(seed)))
+        , group_commit_(options_.group_commit.value_or(
+              options_.defect == pipeline_defect::ack_before_batch_commit
+                  ? std::size_t{options_.prefetch}
+                  : group_commit_from_seed(seed, options_.prefetch)))
         , dir_("letterbox-sim-", simulation_directory(options_))
         , app_(dir_.path())
         , inbox_(
@@ -112,6 +116,7 @@ public:
         r.faults = profile_;
         r.schedule = schedule_;
         r.topology = shape_;
+        r.group_commit = group_commit_;
         r.defect = options_.defect;
         declare_topology();
         start_relay();
@@ -342,6 +347,7 @@ private:
     fault_profile profile_;
     fault_schedule schedule_;
     pipeline_topology shape_;
+    std::size_t group_commit_; // deliveries per commit at most; 0: one per delivery
     temp_directory dir_;
     App app_;
     simulated_inbox_store<inbox_type> inbox_;

@@ -68,6 +68,15 @@ public:
     void confirm_on_send(bool on) { s_->confirm_on_send = on; }
     void return_as_success(bool on) { s_->return_as_success = on; }
     void ack_on_delivery(bool on) { s_->ack_on_delivery = on; }
+    /// Acknowledges `d` now, and its later acknowledgement or rejection does nothing (the
+    /// `ack_before_batch_commit` defect).
+    void ack_now(const delivery& d) {
+        if (s_->dead || !s_->pre_acked.insert({d.channel, d.delivery_tag}).second)
+            return;
+        if (s_->observer.acking)
+            s_->observer.acking(d);
+        s_->inner.async_ack(d, [](std::error_code) {});
+    }
 
     /// Kills the process: see the class comment. Idempotent.
     void kill() {

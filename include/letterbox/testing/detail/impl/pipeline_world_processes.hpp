@@ -138,6 +138,9 @@ void pipeline_world<App>::start_consumer(std::size_t g, std::size_t slot) {
     auto observed = [this, raw, inner = std::move(pipeline)](
                         const middleware::handling& x) mutable -> middleware::disposition {
         auto r = inner(x);
+        if (options_.defect == pipeline_defect::ack_before_batch_commit && !raw->dead &&
+            r.what() == middleware::disposition::kind::ack && x.group != nullptr)
+            raw->transport.ack_now(x.d); // the defect: before the batch's commit
         if (auto why = deferral(r); !why.empty() && !raw->dead)
             record(delivery_deferred{
                 .consumer = groups_[raw->group].id, .id = x.d.msg.id, .why = std::move(why)});
@@ -147,7 +150,9 @@ void pipeline_world<App>::start_consumer(std::size_t g, std::size_t slot) {
     auto c = std::make_shared<consumer_type>(
         p->transport, std::move(observed), sim_.clock(),
         consumer_options{.consume = {.queue = group.retry.queue, .prefetch = options_.prefetch},
-                         .on_event = options_.on_consumer_event});
+                         .on_event = options_.on_consumer_event,
+                         .group_commit = {.max_messages = group_commit_,
+                                          .max_delay = std::chrono::milliseconds(5)}});
     p->start = [c](std::function<void(std::error_code, std::string)> cb) {
         c->async_start(std::move(cb));
     };
