@@ -18,6 +18,10 @@
 //             p99 <= 5 ms.
 //   inbox     the idempotent handler (inbox record + the effect's INSERT + COMMIT) against the
 //             same transaction without the inbox record. Target: overhead <= 5%.
+//   group     a consumer on the in-memory transport with group commit of 100 (prefetch 200):
+//             the idempotent handler with the SQLite inbox and the same one-row effect, against
+//             the same consumer, handler and batches with no key to record (the effect alone).
+//             Target: >= 0.95x (seed 002, exercise 4).
 //
 // Rates use wall time (SQLite's cost includes its write(2) calls). Each row alternates the
 // letterbox side and its baseline `--repeat` times (default 5) and reports medians. Every run
@@ -502,6 +506,50 @@ double inbox_plain(std::size_t n) {
     return n / seconds_since(t0);
 }
 
+// A consumer with group commit of 100 over the in-memory transport: `n` messages in its queue,
+// timed from the consumer's start to the last ack. With `with_inbox`, each message records its
+// key in the SQLite inbox with the effect; without, the same handler has no key to record.
+double inbox_group_commit(std::size_t n, bool with_inbox) {
+    scratch s(with_inbox ? "group" : "group-plain");
+    auto db = grants_database(s.file("grants.db"));
+    lb::sqlite::inbox_store inbox(db);
+    boost::asio::io_context io;
+    lb::steady_clock clock;
+    lb::in_memory::broker broker{io.get_executor(), clock};
+    lb::in_memory::transport transport{broker, "bench"};
+    std::size_t done = 0;
+    transport.async_declare(lb::topology::queue{.name = "grants"},
+                            [&](std::error_code ec) { done += ec ? 0 : 1; });
+    for (auto m : inbox_messages(n)) {
+        m.exchange.clear();
+        m.routing_key = "grants";
+        transport.async_publish(std::move(m), [&](std::error_code ec) { done += ec ? 0 : 1; });
+    }
+    run_until(io, [&] { return done == n + 1; });
+    expect(done == n + 1, "group: every message queued");
+
+    const auto keyed = lb::idempotent(
+        &grant, inbox, [&] { return db.begin(); }, "access", clock);
+    auto h =
+        with_inbox
+            ? keyed
+            : keyed.with_key([](const lb::message&) { return std::optional<lb::message_id>{}; })
+                  .on_missing_key(lb::idempotency_key::missing_key_action::handle_without_dedup);
+    lb::consumer_options o;
+    o.consume.queue = "grants";
+    o.consume.prefetch = 200;
+    o.group_commit = {.max_messages = 100, .max_delay = 5ms};
+    lb::consumer c(transport, h, o);
+    const auto t0 = wall::now();
+    c.async_start([](std::error_code ec, std::string) { expect(!ec, "group: consume"); });
+    run_until(io, [&] { return c.stats().acked == n; });
+    const double rate = n / seconds_since(t0);
+    const auto stats = h.stats();
+    expect(c.stats().acked == n, "group: every message acked");
+    expect((with_inbox ? stats.processed : stats.unkeyed) == n, "group: every effect committed");
+    return rate;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -516,7 +564,7 @@ int main(int argc, char** argv) {
     std::printf("bench_outbox: %zu rows, %d repeats, SQLite %s (WAL, synchronous=NORMAL)\n\n", rows,
                 repeat, sqlite3_libversion());
 
-    std::vector<double> a, ar, d, db, ii, ip, p50, p90, p99, p999, n50, n90, n99, n999;
+    std::vector<double> a, ar, d, db, ii, ip, gi, gp, p50, p90, p99, p999, n50, n90, n99, n999;
     const std::size_t drain_rows = rows * 5;
     const std::size_t commits = std::min<std::size_t>(rows, 2000);
     for (int r = 0; r < repeat; ++r) {
@@ -526,6 +574,8 @@ int main(int argc, char** argv) {
         db.push_back(drain_bare(drain_rows));
         ii.push_back(inbox_idempotent(rows));
         ip.push_back(inbox_plain(rows));
+        gi.push_back(inbox_group_commit(rows, true));
+        gp.push_back(inbox_group_commit(rows, false));
         const auto lo = latency_outbox(commits);
         const auto ln = latency_naive(commits);
         p50.push_back(lo.p50_us);
@@ -541,6 +591,7 @@ int main(int argc, char** argv) {
     const double append_ratio = median(a) / median(ar);
     const double drain_ratio = median(d) / median(db);
     const double inbox_overhead = median(ip) / median(ii) - 1.0;
+    const double group_ratio = median(gi) / median(gp);
     std::printf("%-10s %14s %14s %8s   %s\n", "row", "letterbox", "baseline", "ratio", "target");
     std::printf("%-10s %10.0f tx/s %10.0f tx/s %7.2fx   >= 0.90x: %s\n", "append", median(a),
                 median(ar), append_ratio, append_ratio >= 0.9 ? "met" : "NOT met");
@@ -549,6 +600,8 @@ int main(int argc, char** argv) {
     std::printf("%-10s %10.0f msg/s %9.0f msg/s %+7.1f%%   overhead <= 5%%: %s\n", "inbox",
                 median(ii), median(ip), inbox_overhead * 100,
                 inbox_overhead <= 0.05 ? "met" : "NOT met");
+    std::printf("%-10s %10.0f msg/s %9.0f msg/s %7.2fx   >= 0.95x: %s\n", "group", median(gi),
+                median(gp), group_ratio, group_ratio >= 0.95 ? "met" : "NOT met");
     std::printf("%-10s p50 %7.0f us   p99 %7.0f us   (naive dual write: p50 %.0f us, p99 %.0f "
                 "us)   p99 <= 5 ms: %s\n",
                 "latency", median(p50), median(p99), median(n50), median(n99),
