@@ -4,6 +4,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 
+#include <exception>
 #include <functional>
 #include <memory>
 #include <system_error>
@@ -34,17 +35,36 @@ public:
     ~commit_group() = default;
 
     /// The unit of type `U` that the group's messages share: begun with `begin()` on the first
-    /// call, the same one after it. Null when the group already holds a unit of another type,
-    /// or is finished (committed or abandoned). What `begin()` throws propagates, and the group
-    /// still holds no unit.
+    /// call, the same one after it. `owner` names what the unit writes to (`idempotent` passes
+    /// its inbox store): the first non-null owner claims the unit, and a caller with another
+    /// owner, or another type of unit, gets null and commits on its own. A null owner takes the
+    /// unit of type `U` whoever claimed it (a handler that writes into the batch beside the
+    /// inbox, say). Null too when the group is finished (committed or abandoned). What `begin()`
+    /// throws propagates, and is thrown again to every later caller without calling `begin`
+    /// again: a database that stayed locked for one message is not waited for once per message.
     template <class U, class Begin>
-    U* unit(Begin& begin) {
+    U* unit(Begin& begin, const void* owner = nullptr) {
         if (finished_)
             return nullptr;
-        if (!unit_)
-            unit_ = std::make_unique<holder<U>>(begin());
+        if (!unit_) {
+            if (begin_failure_)
+                std::rethrow_exception(begin_failure_);
+            try {
+                unit_ = std::make_unique<holder<U>>(begin(), owner);
+            } catch (...) {
+                begin_failure_ = std::current_exception();
+                throw;
+            }
+            // First of the unit's callbacks: whatever a later one throws, the commit applied.
+            (void)static_cast<holder<U>&>(*unit_).u.on_commit([this] { applied_ = true; });
+        }
         if (unit_->type() != typeid(U))
             return nullptr;
+        if (owner != nullptr && unit_->owner != owner) {
+            if (unit_->owner != nullptr)
+                return nullptr;
+            unit_->owner = owner;
+        }
         return &static_cast<holder<U>&>(*unit_).u;
     }
 
@@ -57,11 +77,13 @@ public:
 
     /// Commits the shared unit (success when no member began one), then runs the `after_commit`
     /// functions. Returns the unit's commit result, or `errc::transaction_closed` when the group
-    /// was already finished. An exception from a callback propagates after the commit applied.
+    /// was already finished. An exception propagates: from a callback after the commit applied
+    /// (`applied()` then says so), or from the commit itself before it did.
     [[nodiscard]] std::error_code commit() {
         if (finished_)
             return errc::transaction_closed;
         finished_ = true;
+        applied_ = !unit_;
         if (unit_)
             if (std::error_code ec = unit_->commit())
                 return ec;
@@ -83,17 +105,24 @@ public:
     /// Whether `commit()` or `abandon()` was called.
     bool finished() const noexcept { return finished_; }
 
+    /// Whether `commit()` applied the shared unit's writes (or had none to apply).
+    bool applied() const noexcept { return applied_; }
+
 private:
     struct holder_base {
+        explicit holder_base(const void* o) noexcept
+            : owner(o) {}
         virtual ~holder_base() = default;
         virtual const std::type_info& type() const noexcept = 0;
         virtual std::error_code commit() = 0;
+        const void* owner;
     };
 
     template <class U>
     struct holder final : holder_base {
-        explicit holder(U unit)
-            : u(std::move(unit)) {}
+        holder(U unit, const void* o)
+            : holder_base(o)
+            , u(std::move(unit)) {}
         const std::type_info& type() const noexcept override { return typeid(U); }
         std::error_code commit() override { return u.commit(); }
         U u;
@@ -101,7 +130,9 @@ private:
 
     std::unique_ptr<holder_base> unit_;
     std::vector<std::function<void()>> after_commit_;
+    std::exception_ptr begin_failure_;
     bool finished_ = false;
+    bool applied_ = false;
 };
 
 } // namespace letterbox

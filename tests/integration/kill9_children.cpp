@@ -200,7 +200,8 @@ TEST_CASE("kill9 child: consumer", "[.kill9_child]") {
         try {
             std::error_code ec;
             if (x.group != nullptr) {
-                auto* batch = x.group->unit<letterbox::sqlite::unit_of_work>(begin);
+                // The owner is the inbox store, as for the idempotent handler: one shared unit.
+                auto* batch = x.group->unit<letterbox::sqlite::unit_of_work>(begin, &inbox);
                 ec = batch != nullptr ? log_delivery(batch->connection(), x)
                                       : make_error_code(letterbox::errc::transaction_closed);
                 if (!ec)

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ using letterbox::errc;
 /// A unit of another type: the group holds one type of unit.
 struct other_unit {
     std::error_code commit() { return {}; }
+    std::error_code on_commit(std::function<void()>) { return {}; }
 };
 
 } // namespace
@@ -73,17 +75,37 @@ TEST_CASE("commit_group without a unit commits nothing, and abandon discards eve
     CHECK_FALSE(committed);
 }
 
-TEST_CASE("commit_group keeps no unit when beginning one throws", "[commit_group]") {
+TEST_CASE("commit_group keeps no unit when beginning one throws, and does not try again",
+          "[commit_group]") {
     letterbox::commit_group group;
-    auto busy = []() -> letterbox::in_memory_unit_of_work {
+    int tries = 0;
+    auto busy = [&]() -> letterbox::in_memory_unit_of_work {
+        ++tries;
         throw std::runtime_error("database is locked");
     };
     CHECK_THROWS_AS(group.unit<letterbox::in_memory_unit_of_work>(busy), std::runtime_error);
     CHECK_FALSE(group.has_unit());
+    // The next member learns the same failure at once: a locked database is waited for once.
+    CHECK_THROWS_AS(group.unit<letterbox::in_memory_unit_of_work>(busy), std::runtime_error);
+    CHECK(tries == 1);
+    CHECK_FALSE(group.commit()); // nothing to commit
+}
+
+TEST_CASE("commit_group gives its unit only to callers with the same owner, or none",
+          "[commit_group]") {
+    letterbox::commit_group group;
+    int first_store = 0;
+    int second_store = 0;
     auto begin = [] {
         return letterbox::in_memory_unit_of_work{};
     };
-    CHECK(group.unit<letterbox::in_memory_unit_of_work>(begin) != nullptr);
+    auto* u = group.unit<letterbox::in_memory_unit_of_work>(begin, &first_store);
+    REQUIRE(u != nullptr);
+    CHECK(group.unit<letterbox::in_memory_unit_of_work>(begin, &first_store) == u);
+    CHECK(group.unit<letterbox::in_memory_unit_of_work>(begin, &second_store) == nullptr);
+    CHECK(group.unit<letterbox::in_memory_unit_of_work>(begin) == u); // no owner: any
+    REQUIRE_FALSE(group.commit());
+    CHECK(group.applied());
 }
 
 } // namespace unit_commit_group

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -154,11 +155,13 @@ struct consumer<Transport, Handler, Clock>::state {
     // `handler_executor`. One batch runs at a time; the deliveries that arrive meanwhile wait
     // for the next one.
 
-    /// A delivery waiting for its batch, with what `handle` was given for it.
+    /// A delivery waiting for its batch, with what `handle` was given for it, and when it
+    /// joined on the consumer's clock.
     struct batch_entry {
         std::shared_ptr<const delivery> d;
         std::uint32_t run;
         std::uint32_t store_failures;
+        typename Clock::time_point joined{};
     };
 
     /// What running a batch gave: each delivery's disposition, and the group's commit.
@@ -176,32 +179,39 @@ struct consumer<Transport, Handler, Clock>::state {
     }
 
     static void join_batch(const std::shared_ptr<state>& s, batch_entry e) {
+        e.joined = s->clock->now();
         s->pending.push_back(std::move(e));
         start_batch(s);
     }
 
-    /// Runs the waiting deliveries when they make a full batch, or when the oldest has waited
-    /// `max_delay`; otherwise makes sure a timer will.
+    /// Runs the first waiting deliveries, up to a full batch, once there are enough of them or
+    /// the oldest has waited `max_delay`; otherwise makes sure a timer will.
     static void start_batch(const std::shared_ptr<state>& s) {
         if (s->batch_running || s->pending.empty())
             return;
-        if (s->pending.size() < s->batch_limit() && !s->batch_due) {
+        const auto limit = s->batch_limit();
+        const auto waited = s->clock->now() - s->pending.front().joined;
+        const auto max_delay = s->options.group_commit.max_delay;
+        if (s->pending.size() < limit && waited < max_delay) {
             if (!s->batch_timer) {
                 s->batch_timer = true;
-                after(s, s->options.group_commit.max_delay,
+                const auto left = std::chrono::ceil<std::chrono::milliseconds>(max_delay - waited);
+                after(s, left,
                       [generation = s->batch_generation](const std::shared_ptr<state>& self) {
                           if (generation != self->batch_generation)
-                              return; // that batch already ran, full
-                          self->batch_due = true;
+                              return; // that batch already started, full
+                          self->batch_timer = false;
                           start_batch(self);
                       });
             }
             return;
         }
         auto batch = std::make_shared<batch_outcome>();
-        batch->entries.swap(s->pending);
+        const auto n = static_cast<std::ptrdiff_t>(std::min(limit, s->pending.size()));
+        batch->entries.assign(std::make_move_iterator(s->pending.begin()),
+                              std::make_move_iterator(s->pending.begin() + n));
+        s->pending.erase(s->pending.begin(), s->pending.begin() + n);
         s->batch_running = true;
-        s->batch_due = false;
         s->batch_timer = false;
         ++s->batch_generation;
         if (!s->options.handler_executor) {
@@ -215,28 +225,40 @@ struct consumer<Transport, Handler, Clock>::state {
         });
     }
 
-    /// Runs each delivery's pipeline in one `commit_group`, then commits it.
+    /// Runs each delivery's pipeline in one `commit_group`, then commits it. A delivery handled
+    /// again after a store failure (a failed group commit among them) runs alone, committing on
+    /// its own: a message whose commit fails every time cannot hold its batch-mates back.
     static void run_batch(const std::shared_ptr<state>& s, batch_outcome& b) {
         commit_group group;
         b.results.reserve(b.entries.size());
-        for (const auto& e : b.entries)
-            b.results.push_back(run_handler(s, *e.d, e.run, &group));
+        for (const auto& e : b.entries) {
+            try {
+                b.results.push_back(
+                    run_handler(s, *e.d, e.run, e.store_failures == 0 ? &group : nullptr));
+            } catch (...) { // an observer that threw: the delivery fails, the batch goes on
+                b.results.push_back(internal_failure());
+            }
+        }
         try {
             b.commit = group.commit();
         } catch (...) {
-            // An `on_commit` callback threw, after the commit applied: the acks stand.
+            // A callback threw after the commit applied (the acks stand), or the commit itself
+            // threw before it did (nothing was kept).
+            if (!group.applied())
+                b.commit = make_error_code(errc::internal_error);
         }
     }
 
-    /// Settles a batch: the successes are acknowledged once the commit applied; when it did
-    /// not, nothing they staged was kept, so they are handled again after the store back-off.
-    /// The other dispositions staged nothing and are carried out as they are.
+    /// Settles a batch: the group's successes are acknowledged once its commit applied; when it
+    /// did not, nothing they staged was kept, so they are handled again after the store
+    /// back-off. The other dispositions, and the deliveries that ran alone, staged nothing in
+    /// the group and are carried out as they are.
     static void batch_done(const std::shared_ptr<state>& s, batch_outcome b) {
         s->batch_running = false;
         for (std::size_t i = 0; i < b.entries.size(); ++i) {
             auto& e = b.entries[i];
             disposition& r = b.results[i];
-            if (!b.commit || r.what() != disposition::kind::ack) {
+            if (!b.commit || e.store_failures > 0 || r.what() != disposition::kind::ack) {
                 settle(s, std::move(e.d), e.run, std::move(r), e.store_failures);
                 continue;
             }
@@ -540,7 +562,6 @@ struct consumer<Transport, Handler, Clock>::state {
     std::uint64_t batch_generation = 0; // batches started so far
     bool batch_running = false;
     bool batch_timer = false; // a timer will start the waiting batch
-    bool batch_due = false;   // that timer fired while a batch ran
 };
 
 template <class Transport, class Handler, class Clock>

@@ -123,7 +123,8 @@ public:
                 // the write lock, which that unit then holds.
                 if (!group->has_unit())
                     purge_expired(clock_->wall_now());
-                if (unit_of_work_type* shared = group->template unit<unit_of_work_type>(begin_))
+                if (unit_of_work_type* shared =
+                        group->template unit<unit_of_work_type>(begin_, inbox_))
                     return stage_in(*group, *shared, m, key, effect);
             }
         }

@@ -238,7 +238,7 @@ inline std::error_code unit_of_work::release_savepoint() {
     if (failure_)
         return failure_;
     if (auto ec = detail::exec_cached(*conn_, "RELEASE letterbox")) {
-        db_->record_error(*conn_);
+        fail(ec); // what was written since the mark would otherwise stay: give it all up
         return ec;
     }
     return {};
