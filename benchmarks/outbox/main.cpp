@@ -24,7 +24,8 @@
 //             Target: >= 0.95x (seed 002, exercise 4).
 //
 // Rates use wall time (SQLite's cost includes its write(2) calls). Each row alternates the
-// letterbox side and its baseline `--repeat` times (default 5) and reports medians. Every run
+// letterbox side and its baseline `--repeat` times (default 5) and reports medians, each with
+// the spread of its rounds, and the machine's load at the start and the end (report.hpp). Every run
 // checks its result (rows written, rows published, effects applied) and exits 1 on a mismatch.
 //
 // Usage: bench_outbox [--rows N] [--repeat R]
@@ -33,6 +34,8 @@
 #include <letterbox/letterbox.hpp>
 #include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
+
+#include "../report.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -564,18 +567,20 @@ int main(int argc, char** argv) {
     std::printf("bench_outbox: %zu rows, %d repeats, SQLite %s (WAL, synchronous=NORMAL)\n\n", rows,
                 repeat, sqlite3_libversion());
 
-    std::vector<double> a, ar, d, db, ii, ip, gi, gp, p50, p90, p99, p999, n50, n90, n99, n999;
+    const bench::machine_load load;
+    bench::rounds a, ar, d, db, ii, ip, gi, gp;
+    std::vector<double> p50, p90, p99, p999, n50, n90, n99, n999;
     const std::size_t drain_rows = rows * 5;
     const std::size_t commits = std::min<std::size_t>(rows, 2000);
     for (int r = 0; r < repeat; ++r) {
-        a.push_back(append_letterbox(rows));
-        ar.push_back(append_raw(rows));
-        d.push_back(drain_letterbox(drain_rows));
-        db.push_back(drain_bare(drain_rows));
-        ii.push_back(inbox_idempotent(rows));
-        ip.push_back(inbox_plain(rows));
-        gi.push_back(inbox_group_commit(rows, true));
-        gp.push_back(inbox_group_commit(rows, false));
+        a.add(append_letterbox(rows));
+        ar.add(append_raw(rows));
+        d.add(drain_letterbox(drain_rows));
+        db.add(drain_bare(drain_rows));
+        ii.add(inbox_idempotent(rows));
+        ip.add(inbox_plain(rows));
+        gi.add(inbox_group_commit(rows, true));
+        gp.add(inbox_group_commit(rows, false));
         const auto lo = latency_outbox(commits);
         const auto ln = latency_naive(commits);
         p50.push_back(lo.p50_us);
@@ -588,20 +593,28 @@ int main(int argc, char** argv) {
         n999.push_back(ln.p999_us);
     }
 
-    const double append_ratio = median(a) / median(ar);
-    const double drain_ratio = median(d) / median(db);
-    const double inbox_overhead = median(ip) / median(ii) - 1.0;
-    const double group_ratio = median(gi) / median(gp);
-    std::printf("%-10s %14s %14s %8s   %s\n", "row", "letterbox", "baseline", "ratio", "target");
-    std::printf("%-10s %10.0f tx/s %10.0f tx/s %7.2fx   >= 0.90x: %s\n", "append", median(a),
-                median(ar), append_ratio, append_ratio >= 0.9 ? "met" : "NOT met");
-    std::printf("%-10s %8.0f rows/s %8.0f msg/s %7.2fx   >= 100000 rows/s: %s\n", "drain",
-                median(d), median(db), drain_ratio, median(d) >= 100000 ? "met" : "NOT met");
-    std::printf("%-10s %10.0f msg/s %9.0f msg/s %+7.1f%%   overhead <= 5%%: %s\n", "inbox",
-                median(ii), median(ip), inbox_overhead * 100,
+    const double append_ratio = a.mid() / ar.mid();
+    const double drain_ratio = d.mid() / db.mid();
+    const double inbox_overhead = ip.mid() / ii.mid() - 1.0;
+    const double group_ratio = gi.mid() / gp.mid();
+    std::printf("%-10s %14s %6s %14s %6s %8s   %s\n", "row (medians)", "letterbox", "spread",
+                "baseline", "spread", "ratio", "target");
+    // One row: both medians with the spread of their rounds, then the comparison.
+    auto row = [](const char* name, const bench::rounds& l, const char* l_unit,
+                  const bench::rounds& b, const char* b_unit) {
+        std::printf("%-10s %8.0f %-5s %6s %8.0f %-5s %6s ", name, l.mid(), l_unit,
+                    l.spread().c_str(), b.mid(), b_unit, b.spread().c_str());
+    };
+    row("append", a, "tx/s", ar, "tx/s");
+    std::printf("%7.2fx   >= 0.90x: %s\n", append_ratio, append_ratio >= 0.9 ? "met" : "NOT met");
+    row("drain", d, "row/s", db, "msg/s");
+    std::printf("%7.2fx   >= 100000 rows/s: %s\n", drain_ratio,
+                d.mid() >= 100000 ? "met" : "NOT met");
+    row("inbox", ii, "msg/s", ip, "msg/s");
+    std::printf("%+6.1f%%   overhead <= 5%%: %s\n", inbox_overhead * 100,
                 inbox_overhead <= 0.05 ? "met" : "NOT met");
-    std::printf("%-10s %10.0f msg/s %9.0f msg/s %7.2fx   >= 0.95x: %s\n", "group", median(gi),
-                median(gp), group_ratio, group_ratio >= 0.95 ? "met" : "NOT met");
+    row("group", gi, "msg/s", gp, "msg/s");
+    std::printf("%7.2fx   >= 0.95x: %s\n", group_ratio, group_ratio >= 0.95 ? "met" : "NOT met");
     std::printf("%-10s p50 %7.0f us   p99 %7.0f us   (naive dual write: p50 %.0f us, p99 %.0f "
                 "us)   p99 <= 5 ms: %s\n",
                 "latency", median(p50), median(p99), median(n50), median(n99),
@@ -612,5 +625,7 @@ int main(int argc, char** argv) {
     std::printf("plot relay_latency p90 %.0f %.0f\n", median(p90), median(n90));
     std::printf("plot relay_latency p99 %.0f %.0f\n", median(p99), median(n99));
     std::printf("plot relay_latency p99.9 %.0f %.0f\n", median(p999), median(n999));
+    std::printf("\n");
+    load.end();
     return failures == 0 ? 0 : 1;
 }
