@@ -15,8 +15,10 @@
 
 namespace bench {
 
-/// The median of `v` (not empty).
+/// The median of `v`; 0 when it is empty (a row that did not run).
 inline double median(std::vector<double> v) {
+    if (v.empty())
+        return 0;
     std::sort(v.begin(), v.end());
     const auto k = v.size() / 2;
     return v.size() % 2 != 0 ? v[k] : (v[k - 1] + v[k]) / 2;

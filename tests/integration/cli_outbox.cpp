@@ -251,10 +251,13 @@ TEST_CASE("outbox status escapes stored control characters and ANSI sequences, a
           "[integration][cli]") {
     outbox_world w;
     const auto id = letterbox::to_string(w.parked[0]);
-    raw_sql(w.path, "UPDATE letterbox_outbox SET last_error = 'boom' || char(10) || 'pending: 0' "
-                    "|| char(10) || char(27) || '[2J' || char(27) || '[1A' || char(13), "
-                    "event_type = CAST(x'6f726465722eff' AS TEXT) || char(155) || '31m' "
-                    "WHERE message_id = '" +
+    raw_sql(w.path, "UPDATE letterbox_outbox_unpublished SET last_error = 'boom' || char(10) || "
+                    "'pending: 0' || char(10) || char(27) || '[2J' || char(27) || '[1A' || "
+                    "char(13) WHERE sequence = (SELECT sequence FROM letterbox_outbox WHERE "
+                    "message_id = '" +
+                        id +
+                        "'); UPDATE letterbox_outbox SET event_type = CAST(x'6f726465722eff' AS "
+                        "TEXT) || char(155) || '31m' WHERE message_id = '" +
                         id + "'");
     const auto human = run_cli({"outbox", "status", "--db", w.path});
     REQUIRE(human.status == 0);

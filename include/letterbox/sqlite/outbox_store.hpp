@@ -22,7 +22,7 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
-/// An `outbox_store` in the `letterbox_outbox` table of an SQLite database: durable, and
+/// An `outbox_store` in the `letterbox_outbox` tables of an SQLite database: durable, and
 /// shared by every process that opens the file.
 ///
 /// `add` inserts into the table inside the caller's `unit_of_work`, next to the business
@@ -43,10 +43,14 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 /// are never reused. Times are stored as microseconds since the epoch (a finer part is
 /// dropped, rounding toward the past). Headers and properties round-trip exactly.
 ///
-/// `claim` reads only the rows that head their aggregate (an indexed flag, kept by `add` and
-/// by triggers when a head is published), so events queued behind an unpublished one cost it
-/// nothing; heads that are leased or waiting for a retry are skipped one by one. Write the
-/// tables only through the stores. `mark_published` of a span settles many rows in one commit.
+/// The event row is written once; its delivery state (status, lease, attempts) lives in narrow
+/// tables of its own (schema version 2, docs/sqlite.md), so claims and marks rewrite a few
+/// bytes, not the payload. `claim` reads only the rows that head their aggregate (an indexed
+/// flag, set by `add` and handed to the next row of the aggregate when a head is published), so
+/// events queued behind an unpublished one cost it nothing; heads that are leased or waiting
+/// for a retry are skipped one by one. Claiming a batch, and marking one published
+/// (`mark_published` of a span), are each a few set-based statements in one transaction. Write the
+/// tables only through the stores.
 ///
 /// Limits: one writer at a time (see `database`); an open unit of work makes every write of
 /// this store wait, including one from the thread that holds the unit. Reads never wait.

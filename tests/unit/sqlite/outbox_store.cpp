@@ -197,7 +197,7 @@ TEST_CASE("sqlite outbox_store reports a damaged row as store_corrupt, not a cra
     CHECK(ec == errc::store_corrupt);
     // The failed claim leased nothing.
     auto uow = w.db.begin();
-    auto st = uow.connection().prepare("SELECT lease_owner FROM letterbox_outbox", ec);
+    auto st = uow.connection().prepare("SELECT lease_owner FROM letterbox_outbox_unpublished", ec);
     REQUIRE(st->step(ec));
     CHECK(st->column_text(0).empty());
 }

@@ -3,6 +3,9 @@
 #include <letterbox/sqlite/schema.hpp>
 
 #include <letterbox/sqlite/database.hpp>
+#include <letterbox/sqlite/detail/codec.hpp>
+#include <letterbox/sqlite/detail/time.hpp>
+#include <letterbox/sqlite/outbox_store.hpp>
 
 #include "unit/sqlite/temp_directory.hpp"
 
@@ -10,9 +13,13 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 namespace unit_sqlite_schema {
 
@@ -24,7 +31,9 @@ using letterbox::sqlite::database;
 using letterbox::sqlite::database_options;
 using letterbox::sqlite::schema;
 using letterbox_sqlite_test::int_of;
+using letterbox_sqlite_test::t0;
 using letterbox_sqlite_test::temp_directory;
+using namespace std::chrono_literals;
 
 connection open_raw(const std::string& path) {
     std::error_code ec;
@@ -135,6 +144,160 @@ TEST_CASE("schema keeps other components' rows in the version table", "[sqlite][
     CHECK(schema::installed_version(c, ec) == schema::latest_version());
     CHECK(int_of(c, "SELECT version FROM letterbox_schema_version WHERE component = "
                     "'someone.else'") == 99);
+}
+
+namespace {
+
+/// A database at schema version 1 (as the previous release left it), with rows in every
+/// state, written the way that release wrote them: its own SQL, its triggers.
+struct version_1_outbox {
+    temp_directory dir;
+    std::string path = dir.file("v1.db");
+    letterbox::message_id_generator ids{77};
+    std::map<std::string, letterbox::message_id> id; // by name: a1, a2, ...
+
+    version_1_outbox() {
+        auto c = open_raw(path);
+        REQUIRE_FALSE(c.exec("BEGIN"));
+        REQUIRE_FALSE(c.exec(schema::migrations()[0].sql));
+        REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
+                             "version INTEGER NOT NULL)"));
+        REQUIRE_FALSE(c.exec("INSERT INTO letterbox_schema_version VALUES "
+                             "('letterbox.sqlite', 1)"));
+        // In sequence order: a1 a2 a3 b1 b2 c1 n1 x1.
+        for (const auto* name : {"a1", "a2", "a3", "b1", "b2", "c1", "n1", "x1"})
+            insert(c, name);
+        // a1 published; a2 leased by a relay of the old release; b1 parked after 5 attempts;
+        // c1 failed twice and waits for its retry; x1 published and purged.
+        exec(c, "UPDATE letterbox_outbox SET lease_owner = 'relay-old', lease_expires_at = " +
+                    at(60s) + " WHERE message_id IN (" + quoted({"a1", "a2"}) + ")");
+        exec(c, "UPDATE letterbox_outbox SET status = 1, published_at = " + at(1s) +
+                    ", lease_owner = '', lease_expires_at = 0, aggregate_head = 0 "
+                    "WHERE message_id IN (" +
+                    quoted({"a1", "x1"}) + ")");
+        exec(c, "DELETE FROM letterbox_outbox WHERE message_id = " + quoted({"x1"}));
+        exec(c, "UPDATE letterbox_outbox SET status = 2, attempts = 5, last_error = 'poison', "
+                "last_failure_at = " +
+                    at(2s) + " WHERE message_id = " + quoted({"b1"}));
+        exec(c, "UPDATE letterbox_outbox SET attempts = 2, last_error = 'timeout', "
+                "last_failure_at = " +
+                    at(3s) + ", next_attempt_at = " + at(10s) +
+                    " WHERE message_id = " + quoted({"c1"}));
+        REQUIRE_FALSE(c.exec("COMMIT"));
+        REQUIRE(int_of(c, "SELECT seq FROM sqlite_sequence WHERE name = 'letterbox_outbox'") == 8);
+    }
+
+    static std::string at(std::chrono::seconds after) {
+        return std::to_string(letterbox::sqlite::detail::to_column(t0() + after));
+    }
+    std::string quoted(std::initializer_list<const char*> names) {
+        std::string text;
+        for (const auto* name : names)
+            text += (text.empty() ? "'" : ", '") + letterbox::to_string(id.at(name)) + "'";
+        return text;
+    }
+    static void exec(connection& c, const std::string& sql) { REQUIRE_FALSE(c.exec(sql)); }
+
+    void insert(connection& c, const char* name) {
+        id[name] = ids();
+        const std::string aggregate = name[0] == 'n' ? "" : std::string(1, name[0]);
+        std::error_code ec;
+        auto st = c.prepare(
+            "INSERT INTO letterbox_outbox (message_id, aggregate_type, aggregate_id, event_type, "
+            "exchange, routing_key, headers, properties, payload, created_at, status, attempts, "
+            "next_attempt_at, aggregate_head) "
+            "VALUES (?1, 'order', ?2, 'order.changed', 'orders', ?3, ?4, ?5, ?6, ?7, 0, 0, ?7, "
+            "?2 = '' OR NOT EXISTS (SELECT 1 FROM letterbox_outbox WHERE aggregate_type = "
+            "'order' AND aggregate_id = ?2 AND status <> 1))",
+            ec);
+        REQUIRE_FALSE(ec);
+        st->bind_text(1, letterbox::to_string(id[name]));
+        st->bind_text(2, aggregate);
+        st->bind_text(3, name);
+        st->bind_blob(4, *letterbox::sqlite::detail::encode_headers({{"name", name}}));
+        st->bind_blob(5, letterbox::sqlite::detail::encode_properties({}));
+        st->bind_blob(6, std::string("payload of ") + name);
+        st->bind_int64(7, letterbox::sqlite::detail::to_column(t0()));
+        REQUIRE_FALSE(st->execute());
+    }
+};
+
+std::vector<std::string> routing_keys(const std::vector<letterbox::outbox_record>& rows) {
+    std::vector<std::string> keys;
+    for (const auto& r : rows)
+        keys.push_back(r.msg.routing_key);
+    return keys;
+}
+
+} // namespace
+
+TEST_CASE("schema 2 moves the outbox's rows in flight to the delivery-state tables, losing and "
+          "republishing nothing",
+          "[sqlite][schema]") {
+    version_1_outbox v1;
+    auto db = database::open(v1.path); // migrates to the latest version
+    letterbox::sqlite::outbox_store outbox(db);
+    std::error_code ec;
+    const auto find = [&](const char* name) {
+        auto row = outbox.find(v1.id.at(name), ec);
+        REQUIRE_FALSE(ec);
+        REQUIRE(row.has_value());
+        return *row;
+    };
+
+    // Every row kept its event and its state.
+    const auto a1 = find("a1");
+    CHECK(a1.status == letterbox::outbox_status::published);
+    CHECK(a1.published_at == t0() + 1s);
+    CHECK(a1.sequence == 1);
+    const auto a2 = find("a2");
+    CHECK(a2.status == letterbox::outbox_status::pending);
+    CHECK(a2.lease_owner == "relay-old");
+    CHECK(a2.lease_expires_at == t0() + 60s);
+    CHECK(a2.msg.body == "payload of a2");
+    CHECK(a2.msg.headers == letterbox::field_table{{"name", "a2"}});
+    CHECK(a2.created_at == t0());
+    const auto b1 = find("b1");
+    CHECK(b1.status == letterbox::outbox_status::parked);
+    CHECK(b1.attempts == 5);
+    CHECK(b1.last_error == "poison");
+    CHECK(b1.last_failure_at == t0() + 2s);
+    const auto c1 = find("c1");
+    CHECK(c1.attempts == 2);
+    CHECK(c1.next_attempt_at == t0() + 10s);
+    CHECK_FALSE(outbox.find(v1.id.at("x1"), ec).has_value());
+    const auto stats = outbox.stats(t0() + 20s, ec);
+    CHECK(stats.pending == 5); // a2 a3 b2 c1 n1
+    CHECK(stats.parked == 1);
+    CHECK(stats.published == 1);
+    CHECK(stats.leased == 1);
+    CHECK(stats.oldest_pending_age == 20s);
+
+    // Order and leases hold: a2 is still leased, a3 waits behind it, b2 behind the parked b1.
+    CHECK(routing_keys(outbox.claim("relay-new", 10, 30s, t0() + 20s, ec)) ==
+          std::vector<std::string>{"c1", "n1"});
+    REQUIRE_FALSE(ec);
+    // The old relay's lease is still good: it settles a2, and a3 becomes its aggregate's head.
+    CHECK_FALSE(outbox.mark_published(v1.id.at("a2"), "relay-old", t0() + 21s));
+    CHECK(routing_keys(outbox.claim("relay-new", 10, 30s, t0() + 22s, ec)) ==
+          std::vector<std::string>{"a3"});
+    REQUIRE_FALSE(outbox.unpark(v1.id.at("b1"), t0() + 23s));
+    CHECK(routing_keys(outbox.claim("relay-new", 10, 30s, t0() + 23s, ec)) ==
+          std::vector<std::string>{"b1"});
+    REQUIRE_FALSE(outbox.mark_published(v1.id.at("b1"), "relay-new", t0() + 24s));
+    CHECK(routing_keys(outbox.claim("relay-new", 10, 30s, t0() + 24s, ec)) ==
+          std::vector<std::string>{"b2"});
+
+    // No sequence is reused, not even the purged x1's.
+    auto uow = db.begin();
+    letterbox::outbox_entry later;
+    later.msg.id = v1.ids();
+    REQUIRE_FALSE(outbox.add(uow, later, t0() + 25s));
+    REQUIRE_FALSE(uow.commit());
+    CHECK(outbox.find(later.msg.id, ec)->sequence == 9);
+    letterbox::outbox_query all;
+    CHECK(outbox.list(all, ec).size() == 8);
+    CHECK_FALSE(ec);
 }
 
 } // namespace unit_sqlite_schema

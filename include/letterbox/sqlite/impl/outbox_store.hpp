@@ -20,27 +20,37 @@
 #include <utility>
 #include <vector>
 
-// The columns of an outbox_record, in the order detail::read_outbox_record reads them.
+// The columns of an outbox_record, in the order detail::read_outbox_record reads them, from the
+// event `o` and its delivery state: `u` (unpublished) or `p` (published), one of them NULL. An
+// event with neither reads as status -1, which read_outbox_record reports as corrupt.
 #define LETTERBOX_SQLITE_OUTBOX_COLUMNS                                                            \
-    "sequence, message_id, aggregate_type, aggregate_id, event_type, exchange, routing_key, "      \
-    "headers, properties, payload, created_at, status, attempts, next_attempt_at, last_error, "    \
-    "last_failure_at, lease_owner, lease_expires_at, published_at"
+    "o.sequence, o.message_id, o.aggregate_type, o.aggregate_id, o.event_type, o.exchange, "       \
+    "o.routing_key, o.headers, o.properties, o.payload, o.created_at, "                            \
+    "CASE WHEN u.sequence IS NOT NULL THEN u.status WHEN p.sequence IS NOT NULL THEN 1 "           \
+    "ELSE -1 END, coalesce(u.attempts, p.attempts, 0), "                                           \
+    "coalesce(u.next_attempt_at, p.next_attempt_at, 0), coalesce(u.last_error, p.last_error, "     \
+    "''), "                                                                                        \
+    "coalesce(u.last_failure_at, p.last_failure_at), coalesce(u.lease_owner, ''), "                \
+    "coalesce(u.lease_expires_at, 0), p.published_at"
+
+// The FROM clauses of those columns: every event, or driven by one delivery-state table (its
+// rows in sequence order, each joined to its event: CROSS JOIN fixes the loop order).
+#define LETTERBOX_SQLITE_FROM_OUTBOX                                                               \
+    " FROM letterbox_outbox AS o"                                                                  \
+    " LEFT JOIN letterbox_outbox_unpublished AS u ON u.sequence = o.sequence"                      \
+    " LEFT JOIN letterbox_outbox_published AS p ON p.sequence = o.sequence"
+#define LETTERBOX_SQLITE_FROM_UNPUBLISHED(hint)                                                    \
+    " FROM letterbox_outbox_unpublished AS u " hint                                                \
+    " CROSS JOIN letterbox_outbox AS o ON o.sequence = u.sequence"                                 \
+    " LEFT JOIN letterbox_outbox_published AS p ON p.sequence = o.sequence"
+#define LETTERBOX_SQLITE_FROM_PUBLISHED                                                            \
+    " FROM letterbox_outbox_published AS p"                                                        \
+    " CROSS JOIN letterbox_outbox AS o ON o.sequence = p.sequence"                                 \
+    " LEFT JOIN letterbox_outbox_unpublished AS u ON u.sequence = o.sequence"
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
-
-LETTERBOX_DECL std::int64_t status_column(outbox_status s) noexcept {
-    switch (s) {
-    case outbox_status::pending:
-        return 0;
-    case outbox_status::published:
-        return 1;
-    case outbox_status::parked:
-        return 2;
-    }
-    return 0;
-}
 
 LETTERBOX_DECL std::int64_t clamp_to_int64(std::size_t n) noexcept {
     return static_cast<std::int64_t>(std::min<std::size_t>(
@@ -149,14 +159,9 @@ LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox
     std::error_code ec;
     {
         auto st = conn.prepare(
-            // A new row heads its aggregate when no row of it is unpublished: its sequence is
-            // the largest, so any unpublished row of the aggregate comes before it.
             "INSERT INTO letterbox_outbox (message_id, aggregate_type, aggregate_id, event_type, "
-            "exchange, routing_key, headers, properties, payload, created_at, status, attempts, "
-            "next_attempt_at, aggregate_head) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, 0, ?10, ?3 = '' OR NOT EXISTS ("
-            "SELECT 1 FROM letterbox_outbox WHERE aggregate_type = ?2 AND aggregate_id = ?3 "
-            "AND status <> 1))",
+            "exchange, routing_key, headers, properties, payload, created_at) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             ec);
         if (!ec) {
             const auto& m = entry.msg;
@@ -173,15 +178,57 @@ LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox
             ec = bound ? bound : st->execute();
         }
     } // the statement is reset before anything else runs on the connection
-    if (!ec)
-        return {};
-    // The unique index on message_id is the arbiter of duplicates, staged in this unit or
-    // committed: only the failed statement is undone, and the unit stays usable.
-    if (ec == errc::store_error && conn.last_result_code() == SQLITE_CONSTRAINT_UNIQUE)
-        return errc::duplicate_message_id;
-    uow.fail(ec);
+    if (ec) {
+        // The unique index on message_id is the arbiter of duplicates, staged in this unit or
+        // committed: only the failed statement is undone, and the unit stays usable.
+        if (ec == errc::store_error && conn.last_result_code() == SQLITE_CONSTRAINT_UNIQUE)
+            return errc::duplicate_message_id;
+        uow.fail(ec);
+        return ec;
+    }
+    // The new row heads its aggregate when the aggregate has no lane (no unpublished row);
+    // otherwise it is linked after the lane's tail, and becomes the tail.
+    const std::int64_t sequence = conn.last_insert_rowid();
+    const bool ordered = !entry.aggregate_id.empty();
+    const auto execute = [&](std::string_view sql, const auto&... more) {
+        std::error_code failed;
+        auto st = detail::prepare_bound(conn, sql, failed, sequence, entry.aggregate_type,
+                                        entry.aggregate_id, more...);
+        return failed ? failed : st->execute();
+    };
+    ec = execute("INSERT INTO letterbox_outbox_unpublished (sequence, status, next_attempt_at, "
+                 "created_at, aggregate_type, aggregate_id, aggregate_head) "
+                 "VALUES (?1, 0, ?4, ?4, ?2, ?3, ?3 = '' OR NOT EXISTS (SELECT 1 FROM "
+                 "letterbox_outbox_lane WHERE aggregate_type = ?2 AND aggregate_id = ?3))",
+                 detail::to_column(now));
+    if (!ec && ordered)
+        ec = execute("UPDATE letterbox_outbox_unpublished SET next_sequence = ?1 "
+                     "WHERE sequence = (SELECT tail FROM letterbox_outbox_lane "
+                     "WHERE aggregate_type = ?2 AND aggregate_id = ?3)");
+    if (!ec && ordered)
+        ec = execute("INSERT INTO letterbox_outbox_lane (aggregate_type, aggregate_id, tail) "
+                     "VALUES (?2, ?3, ?1) ON CONFLICT (aggregate_type, aggregate_id) "
+                     "DO UPDATE SET tail = excluded.tail");
+    if (ec)
+        uow.fail(ec); // the event row is staged without its state: the unit must not commit
     return ec;
 }
+
+namespace detail {
+
+/// `[a,b,...]`: a JSON array of the sequences, for `json_each` (one statement for a set).
+LETTERBOX_DECL std::string json_array(const std::vector<std::int64_t>& values) {
+    std::string text = "[";
+    for (const auto v : values) {
+        if (text.size() > 1)
+            text += ',';
+        text += std::to_string(v);
+    }
+    text += ']';
+    return text;
+}
+
+} // namespace detail
 
 LETTERBOX_DECL std::vector<outbox_record> outbox_store::claim(std::string_view owner,
                                                               std::size_t max_rows,
@@ -208,51 +255,44 @@ LETTERBOX_DECL std::vector<outbox_record> outbox_store::claim(std::string_view o
         if (auto e = tx.begin())
             return e;
         std::error_code e;
+        std::vector<std::int64_t> leased;
         {
-            // Only the heads of their aggregates are in the claimable index (see schema), so
-            // rows queued behind an unpublished row are never even read, and the scan in
-            // sequence order stops after `max_rows` hits. The NOT EXISTS restates the rule the
-            // index is kept for; it costs one probe per candidate.
+            // One statement leases the batch. Only the heads of their aggregates are in the
+            // claimable index, so rows queued behind an unpublished row are never read, and
+            // the scan in sequence order stops after `max_rows` hits.
+            auto update = detail::prepare_bound(
+                c,
+                "UPDATE letterbox_outbox_unpublished SET lease_owner = ?3, lease_expires_at = ?4 "
+                "WHERE sequence IN (SELECT u.sequence FROM letterbox_outbox_unpublished AS u "
+                "INDEXED BY letterbox_outbox_claimable"
+                " WHERE u.status = 0 AND u.aggregate_head = 1 AND u.next_attempt_at <= ?1"
+                " AND (u.lease_owner = '' OR u.lease_expires_at <= ?1)"
+                " ORDER BY u.sequence LIMIT ?2) RETURNING sequence",
+                e, now_column, detail::clamp_to_int64(max_rows), owner, expires_column);
+            if (e)
+                return e;
+            while (update->step(e))
+                leased.push_back(update->column_int64(0));
+            if (e)
+                return e;
+        }
+        if (leased.empty())
+            return tx.commit();
+        {
             auto select = detail::prepare_bound(
                 c,
-                "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
-                " FROM letterbox_outbox AS o INDEXED BY letterbox_outbox_claimable"
-                " WHERE o.status = 0 AND o.aggregate_head = 1 AND o.next_attempt_at <= ?1"
-                " AND (o.lease_owner = '' OR o.lease_expires_at <= ?1)"
-                " AND (o.aggregate_id = '' OR NOT EXISTS ("
-                "SELECT 1 FROM letterbox_outbox AS e"
-                " INDEXED BY letterbox_outbox_unpublished_by_aggregate"
-                " WHERE e.aggregate_type = o.aggregate_type AND e.aggregate_id = o.aggregate_id"
-                " AND e.sequence < o.sequence AND e.status <> 1))"
-                " ORDER BY o.sequence LIMIT ?2",
-                e, now_column, detail::clamp_to_int64(max_rows));
+                "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS LETTERBOX_SQLITE_FROM_UNPUBLISHED(
+                    "NOT INDEXED") " WHERE u.sequence IN (SELECT value FROM json_each(?1))"
+                                   " ORDER BY u.sequence",
+                e, detail::json_array(leased));
             if (e)
                 return e;
             if (auto read = detail::read_outbox_records(*select, batch))
                 return read;
         }
-        if (batch.empty())
-            return tx.commit();
-        auto update = c.prepare("UPDATE letterbox_outbox SET lease_owner = ?1, "
-                                "lease_expires_at = ?2 WHERE sequence = ?3",
-                                e);
-        if (e)
-            return e;
-        for (auto& row : batch) {
-            update->bind_text(1, owner);
-            update->bind_int64(2, expires_column);
-            update->bind_int64(3, static_cast<std::int64_t>(row.sequence));
-            if (auto u = update->execute())
-                return u;
-            update->reset();
-        }
-        if (auto committed = tx.commit())
-            return committed;
-        for (auto& row : batch) {
-            row.lease_owner = std::string(owner);
-            row.lease_expires_at = detail::from_column(expires_column);
-        }
-        return {};
+        if (batch.size() != leased.size())
+            return errc::store_corrupt; // a leased state row without its event
+        return tx.commit();
     });
     if (ec)
         batch.clear();
@@ -295,14 +335,10 @@ std::error_code outbox_store::update_row(const message_id& id, errc otherwise, s
 
 LETTERBOX_DECL std::error_code
 outbox_store::mark_published(const message_id& id, std::string_view owner, store_time now) {
-    // One statement: the ownership check and the change are atomic, and so is the trigger that
-    // makes the next row of the aggregate its head.
-    return update_row(id, errc::lease_lost,
-                      "UPDATE letterbox_outbox SET status = 1, published_at = ?3, "
-                      "lease_owner = '', lease_expires_at = 0, aggregate_head = 0 "
-                      "WHERE message_id = ?1 "
-                      "AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
-                      owner, detail::to_column(now));
+    std::vector<std::error_code> results;
+    if (auto ec = mark_published(std::span<const message_id>(&id, 1), owner, now, results))
+        return ec;
+    return results.front();
 }
 
 LETTERBOX_DECL std::error_code outbox_store::mark_published(std::span<const message_id> ids,
@@ -315,38 +351,79 @@ LETTERBOX_DECL std::error_code outbox_store::mark_published(std::span<const mess
     }
     if (ids.empty())
         return {};
+    std::string keys = "[";
+    for (const auto& id : ids) {
+        if (keys.size() > 1)
+            keys += ',';
+        keys += '"' + letterbox::to_string(id) + '"'; // hex digits and dashes: no escaping
+    }
+    keys += ']';
     const auto ec = db_->run([&](connection& c) -> std::error_code {
-        results.clear();
+        results.assign(ids.size(), make_error_code(errc::record_not_found));
         detail::write_transaction tx(c);
         if (auto e = tx.begin())
             return e;
         std::error_code e;
-        // The same SQL text as the single mark_published: one cached statement.
-        auto st = c.prepare("UPDATE letterbox_outbox SET status = 1, published_at = ?3, "
-                            "lease_owner = '', lease_expires_at = 0, aggregate_head = 0 "
-                            "WHERE message_id = ?1 "
-                            "AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
-                            e);
-        if (e)
-            return e;
-        const std::int64_t published_at = detail::to_column(now);
-        for (const auto& id : ids) {
-            const std::string key = letterbox::to_string(id);
-            st->bind_text(1, key);
-            st->bind_text(2, owner);
-            st->bind_int64(3, published_at);
-            if (auto x = st->execute())
-                return x;
-            st->reset();
-            if (c.changes() == 1) {
-                results.emplace_back();
-                continue;
+        // Which ids this owner may mark: one read of the whole batch, in the transaction.
+        std::vector<std::int64_t> marked;
+        {
+            auto st = detail::prepare_bound(
+                c,
+                "SELECT j.key, o.sequence, u.status = 0 AND u.lease_owner = ?2 AND ?2 <> '' "
+                "FROM json_each(?1) AS j "
+                "LEFT JOIN letterbox_outbox AS o ON o.message_id = j.value "
+                "LEFT JOIN letterbox_outbox_unpublished AS u ON u.sequence = o.sequence",
+                e, keys, owner);
+            if (e)
+                return e;
+            while (st->step(e)) {
+                const auto index = static_cast<std::size_t>(st->column_int64(0));
+                if (index >= results.size() || st->column_is_null(1))
+                    continue; // unknown id: record_not_found
+                const auto sequence = st->column_int64(1);
+                // A repeated id is lost the second time, as if marked one by one.
+                const bool repeated =
+                    std::find(marked.begin(), marked.end(), sequence) != marked.end();
+                if (st->column_int64(2) == 1 && !repeated) {
+                    results[index] = {};
+                    marked.push_back(sequence);
+                } else {
+                    results[index] = make_error_code(errc::lease_lost);
+                }
             }
-            const auto miss = classify_miss(c, key, errc::lease_lost);
-            if (detail::is_driver_error(miss))
-                return miss;
-            results.push_back(miss);
+            if (e)
+                return e;
         }
+        if (marked.empty())
+            return tx.commit();
+        const std::string sequences = detail::json_array(marked);
+        // Set-based, each row a head: the next row of its aggregate becomes the head, a lane
+        // that ends with it ends, and its state moves to the published table.
+        const auto execute = [&](std::string_view sql, const auto&... more) {
+            std::error_code failed;
+            auto st = detail::prepare_bound(c, sql, failed, sequences, more...);
+            return failed ? failed : st->execute();
+        };
+        for (const char* sql :
+             {"UPDATE letterbox_outbox_unpublished SET aggregate_head = 1 WHERE sequence IN ("
+              "SELECT next_sequence FROM letterbox_outbox_unpublished "
+              "WHERE sequence IN (SELECT value FROM json_each(?1)))",
+              "DELETE FROM letterbox_outbox_lane WHERE (aggregate_type, aggregate_id, tail) IN ("
+              "SELECT aggregate_type, aggregate_id, sequence FROM letterbox_outbox_unpublished "
+              "WHERE sequence IN (SELECT value FROM json_each(?1)) AND next_sequence IS NULL "
+              "AND aggregate_id <> '')"})
+            if (auto x = execute(sql))
+                return x;
+        if (auto x = execute("INSERT INTO letterbox_outbox_published (sequence, published_at, "
+                             "attempts, next_attempt_at, last_error, last_failure_at) "
+                             "SELECT sequence, ?2, attempts, next_attempt_at, last_error, "
+                             "last_failure_at FROM letterbox_outbox_unpublished "
+                             "WHERE sequence IN (SELECT value FROM json_each(?1))",
+                             detail::to_column(now)))
+            return x;
+        if (auto x = execute("DELETE FROM letterbox_outbox_unpublished "
+                             "WHERE sequence IN (SELECT value FROM json_each(?1))"))
+            return x;
         return tx.commit();
     });
     if (ec)
@@ -358,29 +435,33 @@ LETTERBOX_DECL std::error_code
 outbox_store::record_failure(const message_id& id, std::string_view owner, std::string_view error,
                              store_time next_attempt_at, std::uint32_t max_attempts,
                              store_time now) {
-    // The right-hand sides see the row before the update: attempts + 1 is the new count.
+    // The right-hand sides see the row before the update: attempts + 1 is the new count. A
+    // parked row stays unpublished: it keeps blocking its aggregate.
     return update_row(
         id, errc::lease_lost,
-        "UPDATE letterbox_outbox SET attempts = attempts + 1, last_error = ?3, "
+        "UPDATE letterbox_outbox_unpublished SET attempts = attempts + 1, last_error = ?3, "
         "last_failure_at = ?4, lease_owner = '', lease_expires_at = 0, "
         "next_attempt_at = ?5, status = CASE WHEN attempts + 1 >= ?6 THEN 2 ELSE 0 END "
-        "WHERE message_id = ?1 AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
+        "WHERE sequence = (SELECT sequence FROM letterbox_outbox WHERE message_id = ?1) "
+        "AND status = 0 AND lease_owner = ?2 AND lease_owner <> ''",
         owner, error, detail::to_column(now), detail::to_column(next_attempt_at),
         static_cast<std::int64_t>(max_attempts));
 }
 
 LETTERBOX_DECL std::error_code outbox_store::park(const message_id& id, std::string_view reason) {
     return update_row(id, errc::invalid_state,
-                      "UPDATE letterbox_outbox SET status = 2, last_error = ?2, "
+                      "UPDATE letterbox_outbox_unpublished SET status = 2, last_error = ?2, "
                       "lease_owner = '', lease_expires_at = 0 "
-                      "WHERE message_id = ?1 AND status <> 1",
+                      "WHERE sequence = (SELECT sequence FROM letterbox_outbox "
+                      "WHERE message_id = ?1)",
                       reason);
 }
 
 LETTERBOX_DECL std::error_code outbox_store::unpark(const message_id& id, store_time now) {
     return update_row(id, errc::invalid_state,
-                      "UPDATE letterbox_outbox SET status = 0, attempts = 0, "
-                      "next_attempt_at = ?2 WHERE message_id = ?1 AND status = 2",
+                      "UPDATE letterbox_outbox_unpublished SET status = 0, attempts = 0, "
+                      "next_attempt_at = ?2 WHERE sequence = (SELECT sequence FROM "
+                      "letterbox_outbox WHERE message_id = ?1) AND status = 2",
                       detail::to_column(now));
 }
 
@@ -390,7 +471,7 @@ LETTERBOX_DECL std::size_t outbox_store::release_expired_leases(store_time now,
     // head stays the head until it is published. So the claimable index holds every lease.
     return detail::count_changes_at(
         db_.get(),
-        "UPDATE letterbox_outbox INDEXED BY letterbox_outbox_claimable "
+        "UPDATE letterbox_outbox_unpublished INDEXED BY letterbox_outbox_claimable "
         "SET lease_owner = '', lease_expires_at = 0 WHERE status = 0 AND aggregate_head = 1 "
         "AND lease_owner <> '' AND lease_expires_at <= ?1",
         now, ec);
@@ -398,10 +479,12 @@ LETTERBOX_DECL std::size_t outbox_store::release_expired_leases(store_time now,
 
 LETTERBOX_DECL std::size_t outbox_store::purge_published(store_time older_than,
                                                          std::error_code& ec) {
+    // The trigger letterbox_outbox_published_deleted removes the published rows with them.
     return detail::count_changes_at(
         db_.get(),
-        "DELETE FROM letterbox_outbox INDEXED BY letterbox_outbox_published_at "
-        "WHERE status = 1 AND published_at < ?1",
+        "DELETE FROM letterbox_outbox WHERE sequence IN (SELECT sequence FROM "
+        "letterbox_outbox_published INDEXED BY letterbox_outbox_published_at "
+        "WHERE published_at < ?1)",
         older_than, ec);
 }
 
@@ -417,10 +500,11 @@ LETTERBOX_DECL std::optional<outbox_record> outbox_store::find(const message_id&
     ec = db_->run([&](connection& c) -> std::error_code {
         found.reset();
         std::error_code e;
-        auto st = detail::prepare_bound(c,
-                                        "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
-                                        " FROM letterbox_outbox WHERE message_id = ?1",
-                                        e, key);
+        auto st = detail::prepare_bound(
+            c,
+            "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS LETTERBOX_SQLITE_FROM_OUTBOX
+            " WHERE o.message_id = ?1",
+            e, key);
         if (e)
             return e;
         if (!st->step(e))
@@ -460,26 +544,25 @@ outbox_store::list_rows(const outbox_query& query, std::vector<outbox_row_error>
     }
     if (query.limit == 0)
         return rows;
-    // One SQL text per status, with the status as a literal: the status index then yields the
-    // rows in sequence order, with no sort.
-    const char* sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS " FROM letterbox_outbox"
-                      " WHERE sequence > ?1 ORDER BY sequence LIMIT ?2";
+    // One SQL text per status, each driven by the table that holds that status, in sequence
+    // order with no sort.
+    const char* sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS LETTERBOX_SQLITE_FROM_OUTBOX
+                      " WHERE o.sequence > ?1 ORDER BY o.sequence LIMIT ?2";
     if (query.status) {
         switch (*query.status) {
         case outbox_status::pending:
-            sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
-                  " FROM letterbox_outbox INDEXED BY letterbox_outbox_status"
-                  " WHERE status = 0 AND sequence > ?1 ORDER BY sequence LIMIT ?2";
+            sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS LETTERBOX_SQLITE_FROM_UNPUBLISHED(
+                "NOT INDEXED") " WHERE u.status = 0 AND u.sequence > ?1"
+                               " ORDER BY u.sequence LIMIT ?2";
             break;
         case outbox_status::published:
-            sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
-                  " FROM letterbox_outbox INDEXED BY letterbox_outbox_status"
-                  " WHERE status = 1 AND sequence > ?1 ORDER BY sequence LIMIT ?2";
+            sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS LETTERBOX_SQLITE_FROM_PUBLISHED
+                  " WHERE p.sequence > ?1 ORDER BY p.sequence LIMIT ?2";
             break;
         case outbox_status::parked:
-            sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS
-                  " FROM letterbox_outbox INDEXED BY letterbox_outbox_status"
-                  " WHERE status = 2 AND sequence > ?1 ORDER BY sequence LIMIT ?2";
+            sql = "SELECT " LETTERBOX_SQLITE_OUTBOX_COLUMNS LETTERBOX_SQLITE_FROM_UNPUBLISHED(
+                "INDEXED BY letterbox_outbox_parked") " WHERE u.status = 2 AND u.sequence > ?1"
+                                                      " ORDER BY u.sequence LIMIT ?2";
             break;
         }
     }
@@ -519,8 +602,9 @@ LETTERBOX_DECL outbox_stats outbox_store::stats(store_time now, std::error_code&
             return e;
         std::error_code e;
         {
-            auto st = c.prepare("SELECT status, count(*) FROM letterbox_outbox "
-                                "INDEXED BY letterbox_outbox_status GROUP BY status",
+            auto st = c.prepare("SELECT status, count(*) FROM letterbox_outbox_unpublished "
+                                "GROUP BY status UNION ALL "
+                                "SELECT 1, count(*) FROM letterbox_outbox_published",
                                 e);
             if (e)
                 return e;
@@ -546,12 +630,13 @@ LETTERBOX_DECL outbox_stats outbox_store::stats(store_time now, std::error_code&
         if (s.pending == 0)
             return {};
         {
-            auto st = detail::prepare_bound(c,
-                                            "SELECT count(*) FROM letterbox_outbox INDEXED BY "
-                                            "letterbox_outbox_claimable WHERE status = 0 AND "
-                                            "aggregate_head = 1 AND lease_owner <> '' "
-                                            "AND lease_expires_at > ?1",
-                                            e, now_column);
+            auto st =
+                detail::prepare_bound(c,
+                                      "SELECT count(*) FROM letterbox_outbox_unpublished "
+                                      "INDEXED BY letterbox_outbox_claimable WHERE status = 0 AND "
+                                      "aggregate_head = 1 AND lease_owner <> '' "
+                                      "AND lease_expires_at > ?1",
+                                      e, now_column);
             if (e)
                 return e;
             if (!st->step(e))
@@ -559,9 +644,9 @@ LETTERBOX_DECL outbox_stats outbox_store::stats(store_time now, std::error_code&
             s.leased = static_cast<std::size_t>(st->column_int64(0));
         }
         {
-            auto st = c.prepare("SELECT min(created_at) FROM letterbox_outbox "
-                                "INDEXED BY letterbox_outbox_pending_created_at WHERE status = 0",
-                                e);
+            // A scan of the unpublished rows (the backlog), which keeps an index off the hot path.
+            auto st = c.prepare(
+                "SELECT min(created_at) FROM letterbox_outbox_unpublished WHERE status = 0", e);
             if (e)
                 return e;
             if (!st->step(e))
@@ -582,3 +667,6 @@ LETTERBOX_DECL outbox_stats outbox_store::stats(store_time now, std::error_code&
 } // namespace letterbox::sqlite
 
 #undef LETTERBOX_SQLITE_OUTBOX_COLUMNS
+#undef LETTERBOX_SQLITE_FROM_OUTBOX
+#undef LETTERBOX_SQLITE_FROM_UNPUBLISHED
+#undef LETTERBOX_SQLITE_FROM_PUBLISHED

@@ -84,6 +84,144 @@ CREATE TABLE letterbox_inbox (
 ) WITHOUT ROWID;
 CREATE INDEX letterbox_inbox_recorded_at ON letterbox_inbox (recorded_at);
 )sql"},
+        {2, "outbox delivery state out of the event rows",
+         // The relay rewrote each event row twice with its payload (claim, then mark), and
+         // every rewrite touched five indexes and a trigger. The event row is now written once;
+         // the delivery state lives in narrow tables: the unpublished rows (pending or parked:
+         // the relay's work) and the published ones. Per-aggregate order is a chain (each
+         // unpublished row names the next one of its aggregate, and a lane names each
+         // aggregate's last one) instead of an index keyed by aggregate, whose pages a batch of
+         // marks dirtied all over. Rows in flight keep their status, lease, attempts and error;
+         // the AUTOINCREMENT high-water mark is kept, so no sequence is reused.
+         R"sql(
+CREATE TABLE letterbox_outbox_v2 (
+    sequence       INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id     TEXT    NOT NULL UNIQUE,
+    aggregate_type TEXT    NOT NULL,
+    aggregate_id   TEXT    NOT NULL,
+    event_type     TEXT    NOT NULL,
+    exchange       TEXT    NOT NULL,
+    routing_key    TEXT    NOT NULL,
+    headers        BLOB    NOT NULL,
+    properties     BLOB    NOT NULL,
+    payload        BLOB    NOT NULL,
+    created_at     INTEGER NOT NULL
+);
+-- A pending (0) or parked (2) event: exactly the events that hold back their aggregate.
+CREATE TABLE letterbox_outbox_unpublished (
+    sequence         INTEGER PRIMARY KEY,
+    status           INTEGER NOT NULL CHECK (status IN (0, 2)),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  INTEGER NOT NULL,
+    last_error       TEXT    NOT NULL DEFAULT '',
+    last_failure_at  INTEGER,
+    lease_owner      TEXT    NOT NULL DEFAULT '',
+    lease_expires_at INTEGER NOT NULL DEFAULT 0,
+    created_at       INTEGER NOT NULL,
+    aggregate_type   TEXT    NOT NULL,
+    aggregate_id     TEXT    NOT NULL,
+    -- 1 when no earlier row of its aggregate is unpublished (or it has no aggregate): the only
+    -- rows claim may hand out.
+    aggregate_head   INTEGER NOT NULL DEFAULT 0,
+    -- The next unpublished row of its aggregate, if any: it becomes the head when this one is
+    -- published.
+    next_sequence    INTEGER
+);
+-- The last unpublished row of each aggregate that has one: add links a new row after it.
+CREATE TABLE letterbox_outbox_lane (
+    aggregate_type TEXT    NOT NULL,
+    aggregate_id   TEXT    NOT NULL,
+    tail           INTEGER NOT NULL,
+    PRIMARY KEY (aggregate_type, aggregate_id)
+) WITHOUT ROWID;
+CREATE TABLE letterbox_outbox_published (
+    sequence        INTEGER PRIMARY KEY,
+    published_at    INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL,
+    next_attempt_at INTEGER NOT NULL,
+    last_error      TEXT    NOT NULL,
+    last_failure_at INTEGER
+);
+
+INSERT INTO letterbox_outbox_v2 (sequence, message_id, aggregate_type, aggregate_id, event_type,
+                                 exchange, routing_key, headers, properties, payload, created_at)
+    SELECT sequence, message_id, aggregate_type, aggregate_id, event_type, exchange, routing_key,
+           headers, properties, payload, created_at
+    FROM letterbox_outbox;
+-- The chains and the heads, from version 1's index of the unpublished rows by aggregate.
+INSERT INTO letterbox_outbox_unpublished (sequence, status, attempts, next_attempt_at,
+                                          last_error, last_failure_at, lease_owner,
+                                          lease_expires_at, created_at, aggregate_type,
+                                          aggregate_id, aggregate_head, next_sequence)
+    SELECT r.sequence, r.status, r.attempts, r.next_attempt_at, r.last_error, r.last_failure_at,
+           r.lease_owner, r.lease_expires_at, r.created_at, r.aggregate_type, r.aggregate_id,
+           r.aggregate_id = '' OR NOT EXISTS (
+               SELECT 1 FROM letterbox_outbox AS e
+               WHERE e.aggregate_type = r.aggregate_type AND e.aggregate_id = r.aggregate_id
+                 AND e.status <> 1 AND e.sequence < r.sequence),
+           CASE WHEN r.aggregate_id = '' THEN NULL ELSE (
+               SELECT min(e.sequence) FROM letterbox_outbox AS e
+               WHERE e.aggregate_type = r.aggregate_type AND e.aggregate_id = r.aggregate_id
+                 AND e.status <> 1 AND e.sequence > r.sequence) END
+    FROM letterbox_outbox AS r WHERE r.status <> 1;
+INSERT INTO letterbox_outbox_lane (aggregate_type, aggregate_id, tail)
+    SELECT aggregate_type, aggregate_id, max(sequence) FROM letterbox_outbox
+    WHERE status <> 1 AND aggregate_id <> '' GROUP BY aggregate_type, aggregate_id;
+INSERT INTO letterbox_outbox_published (sequence, published_at, attempts, next_attempt_at,
+                                        last_error, last_failure_at)
+    SELECT sequence, coalesce(published_at, 0), attempts, next_attempt_at, last_error,
+           last_failure_at
+    FROM letterbox_outbox WHERE status = 1;
+-- Sequences are never reused, even those of purged rows: carry the high-water mark over.
+INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'letterbox_outbox_v2', 0
+    WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'letterbox_outbox_v2');
+UPDATE sqlite_sequence SET seq = max(seq, coalesce(
+        (SELECT max(seq) FROM sqlite_sequence WHERE name = 'letterbox_outbox'), 0))
+    WHERE name = 'letterbox_outbox_v2';
+DROP TABLE letterbox_outbox; -- with its indexes and triggers
+ALTER TABLE letterbox_outbox_v2 RENAME TO letterbox_outbox;
+
+-- claim: the pending heads of their aggregates, in sequence order.
+CREATE INDEX letterbox_outbox_claimable
+    ON letterbox_outbox_unpublished (sequence) WHERE status = 0 AND aggregate_head = 1;
+-- list of the parked rows (few).
+CREATE INDEX letterbox_outbox_parked ON letterbox_outbox_unpublished (sequence) WHERE status = 2;
+-- purge_published.
+CREATE INDEX letterbox_outbox_published_at ON letterbox_outbox_published (published_at);
+
+-- An event deleted by hand (an operator's DELETE, or purge_published) takes its delivery state
+-- with it. An unpublished one is unlinked from its aggregate's chain: the row before it links
+-- to the row after it, the lane ends at the row before it, and the row after it becomes the
+-- head if it was the head.
+CREATE TRIGGER letterbox_outbox_published_deleted
+AFTER DELETE ON letterbox_outbox
+FOR EACH ROW
+BEGIN
+    DELETE FROM letterbox_outbox_published WHERE sequence = OLD.sequence;
+END;
+CREATE TRIGGER letterbox_outbox_unpublished_deleted
+AFTER DELETE ON letterbox_outbox
+FOR EACH ROW
+WHEN EXISTS (SELECT 1 FROM letterbox_outbox_unpublished WHERE sequence = OLD.sequence)
+BEGIN
+    UPDATE letterbox_outbox_lane
+    SET tail = coalesce((SELECT sequence FROM letterbox_outbox_unpublished
+                         WHERE next_sequence = OLD.sequence), -1)
+    WHERE aggregate_type = OLD.aggregate_type AND aggregate_id = OLD.aggregate_id
+      AND tail = OLD.sequence;
+    DELETE FROM letterbox_outbox_lane
+    WHERE aggregate_type = OLD.aggregate_type AND aggregate_id = OLD.aggregate_id AND tail = -1;
+    UPDATE letterbox_outbox_unpublished
+    SET next_sequence = (SELECT next_sequence FROM letterbox_outbox_unpublished
+                         WHERE sequence = OLD.sequence)
+    WHERE next_sequence = OLD.sequence;
+    UPDATE letterbox_outbox_unpublished SET aggregate_head = 1
+    WHERE sequence = (SELECT next_sequence FROM letterbox_outbox_unpublished
+                      WHERE sequence = OLD.sequence AND aggregate_head = 1);
+    DELETE FROM letterbox_outbox_unpublished WHERE sequence = OLD.sequence;
+END;
+)sql"},
     };
     return steps;
 }
