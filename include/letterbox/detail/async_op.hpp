@@ -374,12 +374,13 @@ private:
 template <class Handler, class Owner, class IoExecutor, class Signature, class Start>
 class async_op_impl final : public async_op_completion<Handler, Owner, IoExecutor, Signature> {
 public:
-    template <class S>
+    // The start function is made in place from `start`.
+    template <class... S>
     async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
-                  S&& start)
+                  S&&... start)
         : async_op_completion<Handler, Owner, IoExecutor, Signature>(std::move(handler), owner, io,
                                                                      work)
-        , start_(std::forward<S>(start)) {}
+        , start_(std::in_place, std::forward<S>(start)...) {}
 
 private:
     // The start runs where it is stored (not moved out first: a publish's start holds the
@@ -394,18 +395,47 @@ private:
 
 /// Makes the state of an operation whose handler is `handler`, with its cancellation wired; the
 /// result is typed on the owner and the signature only.
+/// The start function is a `Start` made in place from `start`.
+template <class Signature, class Start, class Owner, class IoExecutor, class Handler,
+          class... StartArgs>
+std::shared_ptr<owned_async_op_state<Owner, Signature>>
+make_async_op_with(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
+                   StartArgs&&... start) {
+    using impl = async_op_impl<Handler, Owner, IoExecutor, Signature, Start>;
+    auto alloc = op_state_allocator(handler);
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    std::shared_ptr<owned_async_op_state<Owner, Signature>> state = std::allocate_shared<impl>(
+        alloc, std::move(handler), owner, io, work, std::forward<StartArgs>(start)...);
+    state->wire_cancellation(std::move(slot));
+    return state;
+}
+
 template <class Signature, class Owner, class IoExecutor, class Handler, class Start>
 std::shared_ptr<owned_async_op_state<Owner, Signature>>
 make_async_op(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
               Start&& start) {
-    using impl = async_op_impl<Handler, Owner, IoExecutor, Signature, std::decay_t<Start>>;
-    auto alloc = op_state_allocator(handler);
-    auto slot = boost::asio::get_associated_cancellation_slot(handler);
-    std::shared_ptr<owned_async_op_state<Owner, Signature>> state = std::allocate_shared<impl>(
-        alloc, std::move(handler), owner, io, work, std::forward<Start>(start));
-    state->wire_cancellation(std::move(slot));
-    return state;
+    return make_async_op_with<Signature, std::decay_t<Start>>(std::move(handler), owner, io, work,
+                                                              std::forward<Start>(start));
 }
+
+/// The start function of `async_start_taking`: `f(std::move(arg), op)`.
+template <class F, class Arg>
+class start_taking {
+public:
+    template <class G, class A>
+    start_taking(G&& f, A&& arg)
+        : f_(std::forward<G>(f))
+        , arg_(std::forward<A>(arg)) {}
+
+    template <class Op>
+    void operator()(Op&& op) {
+        f_(std::move(arg_), std::forward<Op>(op));
+    }
+
+private:
+    F f_;
+    Arg arg_;
+};
 
 /// Initiates an operation of an object that lives on `owner` (see the top of this file):
 /// `start(async_op<Signature>)` runs on `owner`, unless the operation was cancelled first; a
@@ -423,6 +453,26 @@ auto async_start(Token&& token, const Owner& owner, const IoExecutor& io, Start&
                 ->post_start(alloc);
         },
         token, std::forward<Start>(start));
+}
+
+/// `async_start` whose start function takes `arg` over: `start(std::move(arg), op)` runs on
+/// `owner`. `arg` is moved once, into the operation's state (a closure that captured it would
+/// be moved there after it): for what is worth not moving twice, a publish's message.
+template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
+          class Owner, class IoExecutor, class Start, class Arg>
+auto async_start_taking(Token&& token, const Owner& owner, const IoExecutor& io, Start&& start,
+                        Arg&& arg) {
+    return boost::asio::async_initiate<Token, Signature>(
+        [owner, io](auto handler, auto&& start, auto&& arg) {
+            using start_type =
+                start_taking<std::decay_t<decltype(start)>, std::decay_t<decltype(arg)>>;
+            auto alloc = boost::asio::get_associated_allocator(handler);
+            make_async_op_with<Signature, start_type>(std::move(handler), owner, io, Work,
+                                                      std::forward<decltype(start)>(start),
+                                                      std::forward<decltype(arg)>(arg))
+                ->post_start(alloc);
+        },
+        token, std::forward<Start>(start), std::forward<Arg>(arg));
 }
 
 /// `async_start` for an object whose strand and executor are one.
