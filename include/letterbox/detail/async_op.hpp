@@ -13,7 +13,8 @@
 //
 // `async_start`:
 // - posts the start function to the owner's executor (a strand, or an executor whose handlers
-//   never run concurrently), allocating with the handler's associated allocator;
+//   never run concurrently), allocating with the handler's associated allocator (the
+//   operation's state too; with the default allocator, from Asio's recycling allocator);
 // - holds a work guard on the handler's associated executor while the operation is pending, so
 //   that its `io_context::run()` does not return before the completion (unless the operation
 //   is `outstanding_work::untracked`, below);
