@@ -13,7 +13,8 @@
 //
 // `async_start`:
 // - posts the start function to the owner's executor (a strand, or an executor whose handlers
-//   never run concurrently), allocating with the handler's associated allocator;
+//   never run concurrently), allocating with the handler's associated allocator (the
+//   operation's state too; with the default allocator, from Asio's recycling allocator);
 // - holds a work guard on the handler's associated executor while the operation is pending, so
 //   that its `io_context::run()` does not return before the completion (unless the operation
 //   is `outstanding_work::untracked`, below);
@@ -33,17 +34,19 @@
 #include <letterbox/config.hpp>
 #include <letterbox/detail/unique_function.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
+#include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
@@ -75,6 +78,59 @@ template <class Signature>
 class async_op_state;
 template <class Signature>
 class async_op;
+
+/// A nullary function object whose associated allocator is `Alloc`, by a nested
+/// `allocator_type`. Unlike `bind_allocator`'s wrapper it does not specialise
+/// `associated_executor`, so `post` needs no work dispatcher for it (a second, type-erased
+/// executor, tracked, to dispatch it on where it already runs).
+template <class Alloc, class F>
+class allocated_function {
+public:
+    using allocator_type = Alloc;
+
+    allocated_function(const Alloc& alloc, F&& f)
+        : alloc_(alloc)
+        , f_(std::move(f)) {}
+
+    allocator_type get_allocator() const noexcept { return alloc_; }
+
+    void operator()() { std::move(f_)(); }
+
+private:
+    Alloc alloc_;
+    F f_;
+};
+
+/// `boost::asio::post(ex, bind_allocator(alloc, f))`, in the same queue and the same order,
+/// without its overheads: no work dispatcher (see `allocated_function`), and, for an
+/// `any_io_executor` that wraps an `io_context`'s executor (what a broker or a transport built
+/// on an `io_context` holds), a post to that executor itself rather than through the
+/// type-erased wrapper (whose `require` and `prefer` each build another wrapper, and whose
+/// `execute` allocates the function once more).
+template <class Executor, class Alloc, class F>
+void post_with_allocator(const Executor& ex, const Alloc& alloc, F&& f) {
+    using function = allocated_function<Alloc, std::decay_t<F>>;
+    if constexpr (std::is_same_v<Executor, boost::asio::any_io_executor>) {
+        using io_executor = boost::asio::io_context::executor_type;
+        if (const auto* io = ex.template target<io_executor>()) {
+            boost::asio::post(*io, function(alloc, std::forward<F>(f)));
+            return;
+        }
+    }
+    boost::asio::post(ex, function(alloc, std::forward<F>(f)));
+}
+
+/// The allocator of an operation's state: the handler's associated allocator, or, for the
+/// default one, Asio's recycling allocator (a per-thread cache of the blocks its own operations
+/// use, so a steady stream of operations does not call `malloc` for each).
+template <class Handler>
+auto op_state_allocator(const Handler& handler) {
+    auto alloc = boost::asio::get_associated_allocator(handler);
+    if constexpr (std::is_same_v<decltype(alloc), std::allocator<void>>)
+        return boost::asio::recycling_allocator<void>();
+    else
+        return alloc;
+}
 
 /// The type-erased state of one pending operation; `async_op` is a handle to it.
 template <class ErrorCode, class... Values>
@@ -209,19 +265,18 @@ public:
     /// has a type of its own for every completion token, and so would what posts it.
     template <class Allocator>
     void post_start(const Allocator& alloc) {
-        boost::asio::post(
-            owner_, boost::asio::bind_allocator(alloc, [self = this->shared_from_this()]() mutable {
-                auto& state = *self; // `op` keeps it alive from here on
-                const bool cancelled = state.cancelled_before_start();
-                async_op<signature> op(std::move(self));
-                if (cancelled)
-                    return op.cancelled();
-                state.run_start(std::move(op));
-            }));
+        post_with_allocator(owner_, alloc, [self = this->shared_from_this()]() mutable {
+            if (self->cancelled_before_start())
+                return async_op<signature>(std::move(self)).cancelled();
+            // `self` keeps the state alive until the start function has returned and been
+            // destroyed, even if it completed the operation and let go of `op`.
+            self->run_start(async_op<signature>(self));
+        });
     }
 
 protected:
-    /// Runs the start function, once.
+    /// Runs the start function, once, and then destroys it; the caller keeps the state alive
+    /// meanwhile.
     virtual void run_start(async_op<signature> op) = 0;
 
 private:
@@ -269,11 +324,23 @@ public:
         , handler_(std::move(handler))
         , io_(io) {
         if (work == outstanding_work::tracked)
-            work_.emplace(boost::asio::prefer(boost::asio::get_associated_executor(*handler_, io_),
-                                              boost::asio::execution::outstanding_work.tracked));
+            work_.emplace(tracked_work(boost::asio::get_associated_executor(*handler_, io_)));
     }
 
 private:
+    // `prefer(ex, outstanding_work.tracked)`; for an `any_io_executor` that wraps an
+    // `io_context`'s executor, asked of that executor directly (the same work, the same type)
+    // rather than through the type-erased wrapper.
+    static work_type tracked_work(const handler_executor& ex) {
+        if constexpr (std::is_same_v<handler_executor, boost::asio::any_io_executor>) {
+            using io_executor = boost::asio::io_context::executor_type;
+            if (const auto* io = ex.template target<io_executor>())
+                return work_type(
+                    boost::asio::prefer(*io, boost::asio::execution::outstanding_work.tracked));
+        }
+        return boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
+    }
+
     void do_complete(unique_function<void()> then, ErrorCode ec, Values... values) final {
         auto alloc = boost::asio::get_associated_allocator(*handler_);
         auto ex = boost::asio::get_associated_executor(*handler_, io_);
@@ -285,16 +352,15 @@ private:
             then = [owner = this->owner(), then = std::move(then)]() mutable {
                 boost::asio::dispatch(owner, std::move(then));
             };
-        boost::asio::post(
-            ex,
-            boost::asio::bind_allocator(
-                alloc, [h = std::move(*handler_), work = std::move(work), then = std::move(then),
-                        results = std::make_tuple(std::move(ec), std::move(values)...)]() mutable {
-                    boost::asio::get_associated_cancellation_slot(h).clear();
-                    std::apply(std::move(h), std::move(results));
-                    if (then)
-                        then();
-                }));
+        post_with_allocator(
+            ex, alloc,
+            [h = std::move(*handler_), work = std::move(work), then = std::move(then),
+             results = std::make_tuple(std::move(ec), std::move(values)...)]() mutable {
+                boost::asio::get_associated_cancellation_slot(h).clear();
+                std::apply(std::move(h), std::move(results));
+                if (then)
+                    then();
+            });
         handler_.reset();
     }
 
@@ -309,17 +375,20 @@ private:
 template <class Handler, class Owner, class IoExecutor, class Signature, class Start>
 class async_op_impl final : public async_op_completion<Handler, Owner, IoExecutor, Signature> {
 public:
+    // The start function is made in place from `start`.
+    template <class... S>
     async_op_impl(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
-                  Start start)
+                  S&&... start)
         : async_op_completion<Handler, Owner, IoExecutor, Signature>(std::move(handler), owner, io,
                                                                      work)
-        , start_(std::move(start)) {}
+        , start_(std::in_place, std::forward<S>(start)...) {}
 
 private:
+    // The start runs where it is stored (not moved out first: a publish's start holds the
+    // message), and is released once it has run.
     void run_start(async_op<Signature> op) override {
-        auto start = std::move(*start_); // released once it has run
+        (*start_)(std::move(op));
         start_.reset();
-        start(std::move(op));
     }
 
     std::optional<Start> start_;
@@ -327,39 +396,92 @@ private:
 
 /// Makes the state of an operation whose handler is `handler`, with its cancellation wired; the
 /// result is typed on the owner and the signature only.
-template <class Signature, class Owner, class IoExecutor, class Handler, class Start>
+/// The start function is a `Start` made in place from `start`.
+template <class Signature, class Start, class Owner, class IoExecutor, class Handler,
+          class... StartArgs>
 std::shared_ptr<owned_async_op_state<Owner, Signature>>
-make_async_op(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
-              Start start) {
+make_async_op_with(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
+                   StartArgs&&... start) {
     using impl = async_op_impl<Handler, Owner, IoExecutor, Signature, Start>;
-    auto alloc = boost::asio::get_associated_allocator(handler);
+    auto alloc = op_state_allocator(handler);
     auto slot = boost::asio::get_associated_cancellation_slot(handler);
-    std::shared_ptr<owned_async_op_state<Owner, Signature>> state =
-        std::allocate_shared<impl>(alloc, std::move(handler), owner, io, work, std::move(start));
+    std::shared_ptr<owned_async_op_state<Owner, Signature>> state = std::allocate_shared<impl>(
+        alloc, std::move(handler), owner, io, work, std::forward<StartArgs>(start)...);
     state->wire_cancellation(std::move(slot));
     return state;
 }
 
+template <class Signature, class Owner, class IoExecutor, class Handler, class Start>
+std::shared_ptr<owned_async_op_state<Owner, Signature>>
+make_async_op(Handler handler, const Owner& owner, const IoExecutor& io, outstanding_work work,
+              Start&& start) {
+    return make_async_op_with<Signature, std::decay_t<Start>>(std::move(handler), owner, io, work,
+                                                              std::forward<Start>(start));
+}
+
+/// The start function of `async_start_taking`: `f(std::move(arg), op)`.
+template <class F, class Arg>
+class start_taking {
+public:
+    template <class G, class A>
+    start_taking(G&& f, A&& arg)
+        : f_(std::forward<G>(f))
+        , arg_(std::forward<A>(arg)) {}
+
+    template <class Op>
+    void operator()(Op&& op) {
+        f_(std::move(arg_), std::forward<Op>(op));
+    }
+
+private:
+    F f_;
+    Arg arg_;
+};
+
 /// Initiates an operation of an object that lives on `owner` (see the top of this file):
 /// `start(async_op<Signature>)` runs on `owner`, unless the operation was cancelled first; a
 /// handler without an associated executor completes on `io` (the object's `get_executor()`).
+/// The start function is forwarded, not copied, to the operation's state (a publish's holds
+/// its message).
 template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
           class Owner, class IoExecutor, class Start>
-auto async_start(Token&& token, const Owner& owner, const IoExecutor& io, Start start) {
+auto async_start(Token&& token, const Owner& owner, const IoExecutor& io, Start&& start) {
     return boost::asio::async_initiate<Token, Signature>(
-        [owner, io](auto handler, Start start) {
+        [owner, io](auto handler, auto&& start) {
             auto alloc = boost::asio::get_associated_allocator(handler);
-            make_async_op<Signature>(std::move(handler), owner, io, Work, std::move(start))
+            make_async_op<Signature>(std::move(handler), owner, io, Work,
+                                     std::forward<decltype(start)>(start))
                 ->post_start(alloc);
         },
-        token, std::move(start));
+        token, std::forward<Start>(start));
+}
+
+/// `async_start` whose start function takes `arg` over: `start(std::move(arg), op)` runs on
+/// `owner`. `arg` is moved once, into the operation's state (a closure that captured it would
+/// be moved there after it): for what is worth not moving twice, a publish's message.
+template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
+          class Owner, class IoExecutor, class Start, class Arg>
+auto async_start_taking(Token&& token, const Owner& owner, const IoExecutor& io, Start&& start,
+                        Arg&& arg) {
+    return boost::asio::async_initiate<Token, Signature>(
+        [owner, io](auto handler, auto&& start, auto&& arg) {
+            using start_type =
+                start_taking<std::decay_t<decltype(start)>, std::decay_t<decltype(arg)>>;
+            auto alloc = boost::asio::get_associated_allocator(handler);
+            make_async_op_with<Signature, start_type>(std::move(handler), owner, io, Work,
+                                                      std::forward<decltype(start)>(start),
+                                                      std::forward<decltype(arg)>(arg))
+                ->post_start(alloc);
+        },
+        token, std::forward<Start>(start), std::forward<Arg>(arg));
 }
 
 /// `async_start` for an object whose strand and executor are one.
 template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
           class Executor, class Start>
-auto async_start(Token&& token, const Executor& owner, Start start) {
-    return async_start<Signature, Work>(std::forward<Token>(token), owner, owner, std::move(start));
+auto async_start(Token&& token, const Executor& owner, Start&& start) {
+    return async_start<Signature, Work>(std::forward<Token>(token), owner, owner,
+                                        std::forward<Start>(start));
 }
 
 /// What a cancellation does to an operation of `async_start_with` that registered no `on_cancel`
@@ -372,10 +494,10 @@ enum class unregistered_cancel { ignored, completes_cancelled };
 template <class Signature, unregistered_cancel Cancel = unregistered_cancel::ignored, class Token,
           class Owner, class IoExecutor, class State, class Op>
 auto async_start_with(Token&& token, const Owner& owner, const IoExecutor& io,
-                      std::shared_ptr<State> state, Op op) {
+                      std::shared_ptr<State> state, Op&& op) {
     return async_start<Signature>(
         std::forward<Token>(token), owner, io,
-        [state = std::move(state), op = std::move(op)](async_op<Signature> done) mutable {
+        [state = std::move(state), op = std::forward<Op>(op)](async_op<Signature> done) mutable {
             if constexpr (Cancel == unregistered_cancel::completes_cancelled)
                 done.on_cancel([](auto cancelled) { cancelled.cancelled(); });
             op(*state, std::move(done));
@@ -387,13 +509,13 @@ auto async_start_with(Token&& token, const Owner& owner, const IoExecutor& io,
 /// an Asio timer's wait is registered by `async_wait` itself. The completion is still posted.
 template <class Signature, outstanding_work Work = outstanding_work::tracked, class Token,
           class Executor, class Start>
-auto async_start_here(Token&& token, const Executor& owner, Start start) {
+auto async_start_here(Token&& token, const Executor& owner, Start&& start) {
     return boost::asio::async_initiate<Token, Signature>(
-        [owner](auto handler, Start start) {
+        [owner](auto handler, auto&& start) {
             start(async_op<Signature>(make_async_op<Signature>(std::move(handler), owner, owner,
                                                                Work, started_in_call{})));
         },
-        token, std::move(start));
+        token, std::forward<Start>(start));
 }
 
 } // namespace letterbox::detail

@@ -19,6 +19,10 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 
+namespace detail {
+class transport_state;
+} // namespace detail
+
 /// A channel on the in-memory broker: the AMQP 0-9-1 methods, synchronous.
 ///
 /// Each method returns at once with the broker's answer. Protocol errors close the channel as
@@ -174,6 +178,13 @@ public:
 
 private:
     friend class connection;
+    friend class detail::transport_state;
+
+    // `basic_publish` of a message the caller gives up, without the move into a by-value
+    // parameter (`in_memory::transport` publishes every message through it).
+    std::error_code publish_moved(message&& msg, bool mandatory) {
+        return b_->basic_publish(*state_, std::move(msg), mandatory);
+    }
     channel(std::shared_ptr<detail::broker_state> b, std::shared_ptr<detail::channel_state> s)
         : b_(std::move(b))
         , state_(std::move(s)) {}

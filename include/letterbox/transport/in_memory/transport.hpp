@@ -185,24 +185,29 @@ private:
                    });
     }
 
+    // Not through `start`: the message is moved once into the operation's state, and from
+    // there into the broker.
     template <class Token>
-    auto publish(Token&& token, message m) {
-        return start<void(error_code)>(
-            std::forward<Token>(token), [m = std::move(m)](auto& s, auto op) mutable {
+    auto publish(Token&& token, message&& m) {
+        const auto ex = state_->executor();
+        return letterbox::detail::async_start_taking<void(error_code)>(
+            std::forward<Token>(token), ex, ex,
+            [s = state_](message&& m, letterbox::detail::async_op<void(error_code)> op) {
                 // The message is the broker's once this runs: a cancelled wait for its
                 // confirm cannot say whether it was routed.
                 op.on_cancel([](auto cancelled) { cancelled(errc::outcome_unknown); });
-                s.publish(std::move(m), op);
-            });
+                s->publish(std::move(m), std::move(op));
+            },
+            std::move(m));
     }
 
     // Every operation, through the operation base (detail/async_op.hpp): `f(state, op)` runs on
     // the broker's executor and completes `op`.
     template <class Signature, class Token, class F>
-    auto start(Token&& token, F f) {
+    auto start(Token&& token, F&& f) {
         const auto ex = state_->executor();
         return letterbox::detail::async_start_with<Signature>(std::forward<Token>(token), ex, ex,
-                                                              state_, std::move(f));
+                                                              state_, std::forward<F>(f));
     }
 
     // An operation that completes as soon as it ran: `op(state)` returns its error code.

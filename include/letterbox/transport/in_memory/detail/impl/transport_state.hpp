@@ -7,6 +7,10 @@
 #include <letterbox/detail/confirms.hpp>
 #include <letterbox/transport/in_memory/detail/transport_state.hpp>
 
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 LETTERBOX_DECL transport_state::~transport_state() = default;
@@ -64,7 +68,7 @@ LETTERBOX_DECL std::error_code transport_state::bind(const topology::binding& b)
     });
 }
 
-LETTERBOX_DECL void transport_state::publish(message m, completion done) {
+LETTERBOX_DECL void transport_state::publish(message&& m, completion done) {
     if (closed_)
         return done(errc::closed);
     if (!ensure_open())
@@ -76,14 +80,14 @@ LETTERBOX_DECL void transport_state::publish(message m, completion done) {
     if (!publisher_.is_open())
         open_publisher();
     const auto seq = publisher_.next_publish_seq();
-    pending_.emplace(seq, pending_publish{std::move(done), false});
+    add_pending(seq, std::move(done));
     in_flight_ = seq;
-    auto ec = publisher_.basic_publish(std::move(m), true);
+    auto ec = publisher_.publish_moved(std::move(m), true);
     in_flight_ = 0;
     // Either this publish closed the channel (it was never stored: report why), or the
     // channel closed after storing it (its confirm will never come: outcome unknown).
-    if (auto it = pending_.find(seq); it != pending_.end() && (ec || !publisher_.is_open())) {
-        auto h = std::move(it->second.done);
+    if (auto it = find_pending(seq); it != pending_.end() && (ec || !publisher_.is_open())) {
+        auto h = std::move(it->done);
         pending_.erase(it);
         h(ec ? ec : make_error_code(errc::outcome_unknown));
     }
@@ -268,8 +272,8 @@ LETTERBOX_DECL void transport_state::open_publisher() {
     std::weak_ptr<transport_state> self = weak_from_this();
     publisher_.on_return([self](const returned_message& r) {
         if (auto s = self.lock())
-            if (auto it = s->pending_.find(r.publish_seq); it != s->pending_.end())
-                it->second.returned = true;
+            if (auto it = s->find_pending(r.publish_seq); it != s->pending_.end())
+                it->returned = true;
     });
     publisher_.on_confirm([self](std::uint64_t seq, bool ack, bool multiple) {
         if (auto s = self.lock())
@@ -283,18 +287,60 @@ LETTERBOX_DECL void transport_state::open_publisher() {
     });
 }
 
+LETTERBOX_DECL void transport_state::add_pending(std::uint64_t seq, completion done) {
+    if (pending_.empty() || pending_.back().seq < seq) {
+        pending_.push_back(pending_publish{seq, std::move(done), false});
+        return;
+    }
+    auto it = std::lower_bound(pending_.begin(), pending_.end(), seq,
+                               [](const pending_publish& p, std::uint64_t s) { return p.seq < s; });
+    if (it == pending_.end() || it->seq != seq)
+        pending_.insert(it, pending_publish{seq, std::move(done), false});
+}
+
+LETTERBOX_DECL transport_state::pending_list::iterator
+transport_state::find_pending(std::uint64_t seq) {
+    if (!pending_.empty() && pending_.front().seq == seq)
+        return pending_.begin();
+    auto it = std::lower_bound(pending_.begin(), pending_.end(), seq,
+                               [](const pending_publish& p, std::uint64_t s) { return p.seq < s; });
+    return it != pending_.end() && it->seq == seq ? it : pending_.end();
+}
+
+// Takes out the publishes the confirm settles (`seq` alone, or every one up to it when
+// `multiple`), then completes them in sequence order, as `detail::take_confirmed` does for a
+// map.
 LETTERBOX_DECL void transport_state::on_confirm(std::uint64_t seq, bool ack, bool multiple) {
-    for (auto& p : letterbox::detail::take_confirmed(pending_, seq, multiple))
+    if (!multiple) {
+        auto it = find_pending(seq);
+        if (it == pending_.end())
+            return;
+        auto p = std::move(*it);
+        pending_.erase(it);
+        p.done(letterbox::detail::confirm_outcome(ack, p.returned));
+        return;
+    }
+    const auto last =
+        std::upper_bound(pending_.begin(), pending_.end(), seq,
+                         [](std::uint64_t s, const pending_publish& p) { return s < p.seq; });
+    std::vector<pending_publish> taken(std::make_move_iterator(pending_.begin()),
+                                       std::make_move_iterator(last));
+    pending_.erase(pending_.begin(), last);
+    for (auto& p : taken)
         p.done(letterbox::detail::confirm_outcome(ack, p.returned));
 }
 
 LETTERBOX_DECL void transport_state::fail_pending(errc e) {
-    std::map<std::uint64_t, pending_publish> keep;
-    if (auto it = pending_.find(in_flight_); in_flight_ != 0 && it != pending_.end())
-        keep.insert(pending_.extract(it));
+    pending_list keep;
+    if (in_flight_ != 0) {
+        if (auto it = find_pending(in_flight_); it != pending_.end()) {
+            keep.push_back(std::move(*it));
+            pending_.erase(it);
+        }
+    }
     auto pending = std::move(pending_);
     pending_ = std::move(keep);
-    for (auto& [seq, p] : pending)
+    for (auto& p : pending)
         p.done(e);
 }
 
@@ -338,8 +384,11 @@ LETTERBOX_DECL std::error_code transport_state::subscribe(const std::shared_ptr<
     auto tag = sub.ch.basic_consume(
         sub.options.queue,
         [self, weak_sub](const basic_delivery& d) {
+            // Only whether the transport is still there: it is not held during the call.
+            if (self.expired())
+                return;
             auto sp = weak_sub.lock();
-            if (!self.lock() || !sp || !sp->on_delivery)
+            if (!sp || !sp->on_delivery)
                 return;
             if (sp->started)
                 sp->on_delivery(d.to_delivery());
