@@ -4,8 +4,8 @@
 /// The `letterbox::sqlite` component: a durable `outbox_store` and `inbox_store` in an SQLite
 /// database file (WAL), their `unit_of_work` (a `BEGIN IMMEDIATE` transaction that the
 /// caller's business writes share), the `database` with its connection pool, and the schema
-/// migrations. Needs SQLite 3.37 or newer; link `letterbox::sqlite` (CMake option
-/// `LETTERBOX_WITH_SQLITE`). See docs/sqlite.md.
+/// migrations. Needs SQLite 3.38 or newer (`RETURNING`, `json_each`); link `letterbox::sqlite`
+/// (CMake option `LETTERBOX_WITH_SQLITE`). See docs/sqlite.md.
 #include <letterbox/sqlite/connection.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/database_options.hpp>
