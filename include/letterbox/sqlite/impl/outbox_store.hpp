@@ -17,6 +17,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,14 @@
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
+
+/// Runs `sql` once on `c` with `args` bound to ?1, ?2, ... (see `prepare_bound`).
+template <class... Args>
+std::error_code execute_bound(connection& c, std::string_view sql, const Args&... args) {
+    std::error_code ec;
+    auto st = prepare_bound(c, sql, ec, args...);
+    return ec ? ec : st->execute();
+}
 
 LETTERBOX_DECL std::int64_t clamp_to_int64(std::size_t n) noexcept {
     return static_cast<std::int64_t>(std::min<std::size_t>(
@@ -191,10 +200,8 @@ LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox
     const std::int64_t sequence = conn.last_insert_rowid();
     const bool ordered = !entry.aggregate_id.empty();
     const auto execute = [&](std::string_view sql, const auto&... more) {
-        std::error_code failed;
-        auto st = detail::prepare_bound(conn, sql, failed, sequence, entry.aggregate_type,
-                                        entry.aggregate_id, more...);
-        return failed ? failed : st->execute();
+        return detail::execute_bound(conn, sql, sequence, entry.aggregate_type, entry.aggregate_id,
+                                     more...);
     };
     ec = execute("INSERT INTO letterbox_outbox_unpublished (sequence, status, next_attempt_at, "
                  "created_at, aggregate_type, aggregate_id, aggregate_head) "
@@ -319,14 +326,9 @@ std::error_code outbox_store::update_row(const message_id& id, errc otherwise, s
         return errc::closed;
     const std::string key = letterbox::to_string(id);
     return db_->run([&](connection& c) -> std::error_code {
-        std::error_code ec;
-        {
-            auto st = detail::prepare_bound(c, sql, ec, key, args...);
-            if (ec)
-                return ec;
-            if (auto e = st->execute())
-                return e;
-        } // the statement is reset before classify_miss runs on the connection
+        // (the statement is reset before classify_miss runs on the connection)
+        if (auto e = detail::execute_bound(c, sql, key, args...))
+            return e;
         if (c.changes() == 1)
             return {};
         return classify_miss(c, key, otherwise);
@@ -366,6 +368,7 @@ LETTERBOX_DECL std::error_code outbox_store::mark_published(std::span<const mess
         std::error_code e;
         // Which ids this owner may mark: one read of the whole batch, in the transaction.
         std::vector<std::int64_t> marked;
+        std::unordered_set<std::int64_t> seen;
         {
             auto st = detail::prepare_bound(
                 c,
@@ -382,8 +385,7 @@ LETTERBOX_DECL std::error_code outbox_store::mark_published(std::span<const mess
                     continue; // unknown id: record_not_found
                 const auto sequence = st->column_int64(1);
                 // A repeated id is lost the second time, as if marked one by one.
-                const bool repeated =
-                    std::find(marked.begin(), marked.end(), sequence) != marked.end();
+                const bool repeated = !seen.insert(sequence).second;
                 if (st->column_int64(2) == 1 && !repeated) {
                     results[index] = {};
                     marked.push_back(sequence);
@@ -400,9 +402,7 @@ LETTERBOX_DECL std::error_code outbox_store::mark_published(std::span<const mess
         // Set-based, each row a head: the next row of its aggregate becomes the head, a lane
         // that ends with it ends, and its state moves to the published table.
         const auto execute = [&](std::string_view sql, const auto&... more) {
-            std::error_code failed;
-            auto st = detail::prepare_bound(c, sql, failed, sequences, more...);
-            return failed ? failed : st->execute();
+            return detail::execute_bound(c, sql, sequences, more...);
         };
         for (const char* sql :
              {"UPDATE letterbox_outbox_unpublished SET aggregate_head = 1 WHERE sequence IN ("
