@@ -17,6 +17,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -49,7 +50,9 @@ struct world {
             const auto now = std::chrono::steady_clock::now();
             if (now >= deadline)
                 return false;
-            io.run_one_for(deadline - now);
+            // In slices: a completion on another executor (use_future's) sets `done` without
+            // waking this io_context.
+            io.run_one_for(std::min<std::chrono::steady_clock::duration>(deadline - now, 10ms));
         }
         return true;
     }
