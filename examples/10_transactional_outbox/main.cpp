@@ -13,7 +13,8 @@
 //    a redelivered copy.
 //
 // Needs: the `sqlite` component (letterbox::sqlite). Runs in real time (a few hundred ms) on one
-// thread, with C++20 coroutines on Boost.Asio. Its database files live in a temporary
+// I/O thread, with C++20 coroutines on Boost.Asio; the relay's store calls run on a thread of
+// their own (`relay_options::store_executor`). Its database files live in a temporary
 // directory that it removes.
 // Run: build/<dir>/examples/example_10_transactional_outbox.
 #include <letterbox/sqlite.hpp>
@@ -28,6 +29,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
@@ -200,7 +202,11 @@ asio::awaitable<void> run(const std::filesystem::path& dir) {
     // ---- 2. The transactional outbox ----------------------------------------------------------
     std::printf("\n== transactional outbox ==\n");
     //[run_relay
+    // SQLite blocks: the relay makes its store calls on a thread of their own, never on the
+    // I/O thread. The pool outlives the relay, whose async_run completes after its last call.
+    asio::thread_pool store_thread(1);
     relay_options options;
+    options.store_executor = store_thread.get_executor();
     options.transport_retry = {.initial = 20ms, .multiplier = 2.0, .max = 100ms, .jitter = 0.2};
     relay_type relay(outbox, transport, clock, options);
     bool relay_stopped = false;

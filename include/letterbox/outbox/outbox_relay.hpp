@@ -70,17 +70,23 @@ class relay_engine;
 ///   at every poll it reads `stats` for `relay_counters::lag`, the oldest pending row's age.
 ///
 /// Execution: everything runs on the transport's executor, which must be single-threaded or a
-/// strand. Store calls are synchronous there: a SQLite store blocks that executor for the
-/// duration of each call (a claim, a batch of marks, a failure record), typically well under a
-/// millisecond, but up to its `busy_timeout` under contention. With a `virtual_clock` on a
-/// single-threaded `io_context` the relay is deterministic: the same seed (`relay_options::seed`)
-/// and the same schedule give the same trace. The relay does not count as outstanding work on
-/// its executor: with a virtual clock, `io_context::run` returns when only its timers remain.
+/// strand. By default the store calls are made there too, synchronously: a SQLite store then
+/// blocks that executor for each call (a claim, a batch of marks, a failure record), a few
+/// milliseconds for a large batch and up to its `busy_timeout` under contention. With
+/// `relay_options::store_executor` set, they run on that executor instead, one at a time, while
+/// the relay goes on publishing; the relay also claims the next batch while its window is
+/// full, and its executor counts a store call as work until the result is back. Without a
+/// store executor, with a `virtual_clock` on a single-threaded `io_context`, the relay is
+/// deterministic: the same seed (`relay_options::seed`) and the same schedule give the same
+/// trace. The relay does not count as outstanding work on its executor: with a virtual clock,
+/// `io_context::run` returns when only its timers remain.
 ///
 /// Lifetime: the store, the transport and the clock must outlive the relay and every
 /// operation it started. Destroying the relay aborts it abruptly, as if its process died: no
 /// further store or transport calls, leases stay held, and a pending `async_run` completes with
-/// `errc::closed`. Destroy it on its executor's thread, or while that executor runs nothing
+/// `errc::closed`. A store call already out on the store executor still returns first:
+/// `async_run` completes after it (after a stop, too), so the store may go once `async_run`
+/// completed. Destroy it on its executor's thread, or while that executor runs nothing
 /// (e.g. after `stop()` completed).
 ///
 /// Thread safety: `wake()`, `waker()`, `stop()` and `counters()` may be called from any thread.

@@ -8,6 +8,8 @@
 #include <letterbox/outbox/relay_point.hpp>
 #include <letterbox/outbox_record.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -73,6 +75,16 @@ struct relay_options {
     std::optional<std::chrono::milliseconds> retention{std::chrono::hours(24 * 7)};
     /// How often the purge runs (when `retention` is set). Greater than zero.
     std::chrono::milliseconds purge_interval{std::chrono::minutes(1)};
+    /// Where the relay makes its store calls (claim, mark, record a failure, stats, purge).
+    /// Empty (the default): on the relay's executor, synchronously, which suits a store that
+    /// never blocks (`in_memory_outbox_store`) and keeps a simulation deterministic. Give a
+    /// store that blocks (SQLite, a network database) an executor of its own, e.g. a
+    /// `boost::asio::thread_pool` of one thread: the relay then makes one store call at a time
+    /// there and goes on publishing and handling confirms on its own executor meanwhile. The
+    /// store must then allow calls from that executor's threads while the application uses it
+    /// from others (both SQLite stores do), and it must outlive the relay's last store call:
+    /// `async_run` completes only after it returned.
+    boost::asio::any_io_executor store_executor{};
     /// Seeds the back-off jitter, so that a simulation replays exactly; `std::nullopt` seeds
     /// from `std::random_device`.
     std::optional<std::uint64_t> seed{};

@@ -22,6 +22,8 @@
 #include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include "support/outbox_store_spy.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <boost/asio/async_result.hpp>
@@ -327,65 +329,29 @@ struct holding_transport {
 };
 static_assert(letterbox::transport<holding_transport>);
 
-/// An outbox store that forwards to an in_memory_outbox_store and counts the marks. It models
+/// An in_memory_outbox_store behind a spy that counts the marks. It models
 /// `outbox_batch_settler` only when `Batch` is true; otherwise the relay marks row by row.
 template <bool Batch>
-struct counting_store {
-    using outbox_store_concept = letterbox::outbox_store_tag;
-    using unit_of_work_type = letterbox::in_memory_unit_of_work;
-    using store_time = letterbox::store_time;
-
-    letterbox::in_memory_outbox_store* inner;
+struct counting_store : test_support::outbox_store_spy<letterbox::in_memory_outbox_store, Batch> {
     std::size_t single_marks = 0;
     std::size_t batch_marks = 0;
     std::size_t batch_rows = 0;
     std::size_t largest_batch = 0;
 
-    std::error_code add(unit_of_work_type& u, const letterbox::outbox_entry& e, store_time now) {
-        return inner->add(u, e, now);
+    explicit counting_store(letterbox::in_memory_outbox_store* inner)
+        : test_support::outbox_store_spy<letterbox::in_memory_outbox_store, Batch>{inner} {
+        this->before = [this](test_support::outbox_call call, std::size_t rows) {
+            if (call == test_support::outbox_call::mark_one) {
+                ++single_marks;
+            } else if (call == test_support::outbox_call::mark_batch) {
+                ++batch_marks;
+                batch_rows += rows;
+                largest_batch = std::max(largest_batch, rows);
+            }
+        };
     }
-    std::vector<letterbox::outbox_record> claim(std::string_view owner, std::size_t n,
-                                                store_time::duration lease, store_time now,
-                                                std::error_code& ec) {
-        return inner->claim(owner, n, lease, now, ec);
-    }
-    std::size_t release_expired_leases(store_time now, std::error_code& ec) {
-        return inner->release_expired_leases(now, ec);
-    }
-    std::error_code mark_published(const message_id& id, std::string_view owner, store_time now) {
-        ++single_marks;
-        return inner->mark_published(id, owner, now);
-    }
-    std::error_code mark_published(std::span<const message_id> ids, std::string_view owner,
-                                   store_time now,
-                                   std::vector<std::error_code>& results) requires Batch {
-        ++batch_marks;
-        batch_rows += ids.size();
-        largest_batch = std::max(largest_batch, ids.size());
-        return inner->mark_published(ids, owner, now, results);
-    }
-    std::error_code record_failure(const message_id& id, std::string_view owner,
-                                   std::string_view error, store_time at, std::uint32_t max,
-                                   store_time now) {
-        return inner->record_failure(id, owner, error, at, max, now);
-    }
-    std::error_code park(const message_id& id, std::string_view reason) {
-        return inner->park(id, reason);
-    }
-    std::error_code unpark(const message_id& id, store_time now) { return inner->unpark(id, now); }
-    std::size_t purge_published(store_time older_than, std::error_code& ec) {
-        return inner->purge_published(older_than, ec);
-    }
-    std::optional<letterbox::outbox_record> find(const message_id& id, std::error_code& ec) {
-        return inner->find(id, ec);
-    }
-    std::vector<letterbox::outbox_record> list(const letterbox::outbox_query& q,
-                                               std::error_code& ec) {
-        return inner->list(q, ec);
-    }
-    letterbox::outbox_stats stats(store_time now, std::error_code& ec) {
-        return inner->stats(now, ec);
-    }
+    counting_store(const counting_store&) = delete;
+    counting_store& operator=(const counting_store&) = delete;
 };
 static_assert(letterbox::outbox_store<counting_store<true>>);
 static_assert(letterbox::outbox_batch_settler<counting_store<true>>);

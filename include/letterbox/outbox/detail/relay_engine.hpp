@@ -14,6 +14,12 @@
 // executor, so one `mark_published(ids, ...)` call (one transaction) settles all of them; a
 // full window flushes at once. Other stores, failures (`record_failure`) and retries after a
 // store error settle one row per call (`settle`).
+//
+// Store calls go through `store_call`: here and now by default, or on
+// `relay_options::store_executor`, one at a time, with their result posted back here. While
+// one is on its way (`store_busy_`), the relay goes on publishing and collecting outcomes, and
+// the store work that comes up waits: settlements in `unsettled_`, marks in `pending_marks_`,
+// the claim, the stats and the purge behind their flags; `step` starts the next one.
 
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/config.hpp>
@@ -39,6 +45,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -67,6 +74,7 @@ public:
         , clock_(clock)
         , options_(std::move(options))
         , ex_(transport.get_executor())
+        , store_ex_(options_.store_executor)
         , timer_(clock.make_timer(ex_))
         , jitter_(options_.seed ? *options_.seed : random_seed()) {}
 
@@ -185,18 +193,10 @@ private:
             return;
         phase_ = phase::stopping;
         stop_deadline_ = clock_.now() + to_clock(options_.stop_timeout);
-        // Rows claimed but not sent: abandoned under their lease.
+        // Rows claimed but not sent: abandoned under their lease. The settlements the store
+        // refused earlier get one last try (`step`).
         cells_.add(cells_.abandoned, queue_.size());
         queue_.clear();
-        // One last try for settlements the store refused earlier.
-        while (!unsettled_.empty()) {
-            auto s = std::move(unsettled_.front());
-            unsettled_.pop_front();
-            if (!settle(s))
-                cells_.add(cells_.abandoned);
-            if (phase_ == phase::finished)
-                return;
-        }
         pump();
     }
 
@@ -215,53 +215,7 @@ private:
         pump();
     }
 
-    void on_outcome(const std::shared_ptr<outbox_record>& held, std::error_code ec) {
-        auto it = in_flight_.find(held->msg.id);
-        if (it == in_flight_.end() || it->second != held || !active())
-            return; // abandoned, or the relay halted or stopped: the outcome is ignored
-        outbox_record row = std::move(*it->second);
-        in_flight_.erase(it);
-        cells_.set_in_flight(in_flight_.size());
-
-        if (letterbox::is_transport_failure(ec)) {
-            cells_.add(cells_.transport_failures);
-            if (phase_ == phase::stopping) {
-                cells_.add(cells_.abandoned);
-            } else {
-                requeue(std::move(row));
-                // Probe with one publish at a time until one gets through.
-                probing_ = true;
-                back_off(transport_failures_in_a_row_);
-            }
-            pump();
-            return;
-        }
-        transport_failures_in_a_row_ = 0;
-        probing_ = false;
-        if (ec == errc::no_route)
-            cells_.add(cells_.returned);
-        else if (ec == errc::publish_nacked)
-            cells_.add(cells_.nacked);
-        if (!ec)
-            observe(relay_event::kind::confirmed, row);
-        else if (ec == errc::no_route)
-            observe(relay_event::kind::returned, row);
-        else if (ec == errc::publish_nacked)
-            observe(relay_event::kind::nacked, row);
-        if (failpoint(relay_point::after_confirm, row))
-            return;
-        if constexpr (batch_marks) {
-            if (!ec) {
-                queue_mark(std::move(row));
-                pump();
-                return;
-            }
-        }
-        settlement s{std::move(row), ec};
-        if (!settle(s))
-            keep_unsettled(std::move(s));
-        pump();
-    }
+    void on_outcome(const std::shared_ptr<outbox_record>& held, std::error_code ec);
 
     // -- the work ----------------------------------------------------------------------------
 
@@ -287,144 +241,41 @@ private:
             arm_timer();
     }
 
-    void step() {
-        const auto now = clock_.now();
-        if (phase_ == phase::stopping) {
-            if (in_flight_.empty() || now >= stop_deadline_) {
-                flush_marks(); // what was confirmed is settled before the stop completes
-                if (phase_ == phase::stopping)
-                    finish({});
-            }
-            return;
-        }
-        if (now >= next_poll_) {
-            next_poll_ = now + to_clock(options_.poll_interval);
-            claim_allowed_ = true;
-            refresh_lag();
-        }
-        while (!retry_due_.empty() && retry_due_.top() <= now) {
-            retry_due_.pop();
-            claim_allowed_ = true;
-        }
-        if (next_purge_ && now >= *next_purge_) {
-            next_purge_ = now + to_clock(options_.purge_interval);
-            purge();
-        }
-        if (paused_until_) {
-            if (now < *paused_until_)
-                return;
-            paused_until_.reset();
-        }
-        if (!settle_unsettled())
-            return;
-        send_queued();
-        if (phase_ != phase::running)
-            return;
-        if (queue_.empty() && in_flight_.size() < window() && claim_allowed_)
-            claim();
+    void step();
+
+    // Whether a claim may start: when the window has room; with a store executor, also while
+    // it is full (but not while probing), so that the store claims the next batch while the
+    // transport publishes this one.
+    bool room_to_claim() const noexcept {
+        return in_flight_.size() < window() || (store_ex_ && !probing_);
     }
 
-    void claim() {
-        cells_.add(cells_.claims);
-        std::error_code ec;
-        auto rows = store_.claim(options_.owner, options_.batch_size, to_store(options_.lease),
-                                 clock_.wall_now(), ec);
-        if (ec) {
-            cells_.add(cells_.store_errors);
-            back_off(store_failures_in_a_row_);
-            return;
-        }
-        store_failures_in_a_row_ = 0;
-        cells_.add(cells_.claimed, rows.size());
-        // A short batch means the store has nothing more that is due; claim again only when
-        // something may have changed (a wake, a poll, a retry coming due, an aggregate's event
-        // marked published, which lets its next event through).
-        if (rows.size() < options_.batch_size)
-            claim_allowed_ = false;
-        for (auto& row : rows) {
-            if (failpoint(relay_point::after_claim, row))
-                return;
-            // Our own row again, already confirmed and waiting to be settled (its lease expired
-            // in between): the claim renewed our lease, and the pending settlement will settle
-            // it. Publishing it again would only make a duplicate.
-            if (awaits_settlement(row.msg.id))
-                continue;
-            // Our own row again: its lease expired while its publish was still in flight, and
-            // this claim took it over. The lease was the publish's deadline: give up on that
-            // publish (its late outcome is ignored) and publish the row again, rather than
-            // renew the lease forever for a confirm that may never come.
-            if (auto it = in_flight_.find(row.msg.id); it != in_flight_.end()) {
-                in_flight_.erase(it);
-                cells_.set_in_flight(in_flight_.size());
-                cells_.add(cells_.leases_expired);
-            }
-            queue_.push_back(std::move(row));
-        }
-        if (!queue_.empty())
-            pump_again_ = true;
-    }
+    // -- the store -----------------------------------------------------------------------------
 
-    void send_queued() {
-        const auto now = clock_.wall_now();
-        while (!queue_.empty() && in_flight_.size() < window()) {
-            outbox_record row = std::move(queue_.front());
-            queue_.pop_front();
-            // A row whose lease ran out may be another relay's now; claim brings it back if not.
-            if (now >= row.lease_expires_at) {
-                cells_.add(cells_.leases_expired);
-                continue;
-            }
-            if (failpoint(relay_point::before_publish, row))
-                return;
-            // The completion shares the row, so the message stays alive until the transport is
-            // done with it, even if the relay is gone by then.
-            auto held = std::make_shared<outbox_record>(std::move(row));
-            in_flight_.insert_or_assign(held->msg.id, held);
-            cells_.set_in_flight(in_flight_.size());
-            cells_.add(cells_.publish_attempts);
-            observe(relay_event::kind::published, *held);
-            transport_.async_publish(held->msg,
-                                     [weak = this->weak_from_this(), held](std::error_code ec) {
-                                         if (auto self = weak.lock())
-                                             self->on_outcome(held, ec);
-                                     });
-            if (failpoint(relay_point::after_publish_sent, *held))
-                return;
-        }
-    }
+    // Makes one store call, `call()`, and hands its result to `then` on the relay's executor.
+    // Without a store executor, both run here and now. With one, `call` runs there while the
+    // relay goes on, `then` is posted back, and `store_busy_` holds until it runs, so the
+    // relay's store calls never overlap; a result that comes back after the relay ended is
+    // dropped, and only then does `async_run` complete. The relay's executor counts the call
+    // as work, so its `run` does not return while a result is on its way.
+    template <class Call, class Then>
+    void store_call(Call call, Then then);
 
-    // Returns false when the store failed with a store error (the caller keeps the settlement
-    // for a retry); true when the row is settled or no longer ours.
-    bool settle(settlement& s) {
-        const auto now = clock_.wall_now();
-        const auto& row = s.row;
-        std::error_code ec;
-        bool parks = false;
-        if (!s.outcome) {
-            ec = store_.mark_published(row.msg.id, options_.owner, now);
-        } else {
-            const std::uint32_t attempt = row.attempts + 1;
-            const auto wait = backoff_wait(options_.row_retry, attempt, jitter_.next());
-            parks = attempt >= options_.max_attempts;
-            ec = store_.record_failure(row.msg.id, options_.owner, failure_reason(s.outcome),
-                                       now + to_store(wait), options_.max_attempts, now);
-            if (!ec && !parks)
-                retry_due_.push(clock_.now() + to_clock(wait));
-        }
-        switch (count_settled(row, s.outcome, ec, parks)) {
-        case settled::lease_lost:
-            return true;
-        case settled::store_error:
-            count_store_failure();
-            return false;
-        case settled::done:
-            break;
-        }
-        store_failures_in_a_row_ = 0;
-        if (!s.outcome)
-            failpoint(relay_point::after_mark, row);
-        return true;
-    }
+    void claim();
+
+    template <class Rows>
+    void on_claimed(std::error_code ec, Rows rows);
+
+    void send_queued();
+
+    // Settles `s` with one store call: marks its row published, or records its failure. A
+    // settlement the store refuses with a store error is kept for a retry (`keep_unsettled`);
+    // one that has to wait for a busy store waits in `unsettled_`.
+    void settle(settlement s);
+
+    // The store's answer `ec` to settlement `s`; `parks` when the failure it records parks the
+    // row, which is otherwise due again after `wait`.
+    void on_settled(settlement s, std::error_code ec, bool parks, clock_duration wait);
 
     // Counts the store's answer `result` to the settlement of `row` (publish outcome
     // `outcome`; `parks` when the failure it records parks the row), for `settle` and
@@ -468,11 +319,15 @@ private:
             unsettled_.push_back(std::move(s));
     }
 
+    // Settles what waits in `unsettled_`, one store call at a time; false when the store
+    // refused one (the relay pauses) or the relay halted.
     bool settle_unsettled() {
-        while (!unsettled_.empty()) {
-            if (!settle(unsettled_.front()) || phase_ != phase::running)
-                return false; // (a halt leaves the containers alone)
+        while (!unsettled_.empty() && !store_busy_) {
+            auto s = std::move(unsettled_.front());
             unsettled_.pop_front();
+            settle(std::move(s));
+            if (paused_until_ || phase_ != phase::running)
+                return false;
         }
         return true;
     }
@@ -501,22 +356,15 @@ private:
         }
     }
 
-    // Marks every row of `pending_marks_` published with one store call. Each row is then
-    // handled as `settle` handles one: published (and `after_mark`), lease lost, or, after a
-    // store error, kept for a retry of its own while the relay runs (abandoned when stopping).
-    void flush_marks() {
+    // Marks the rows of `pending_marks_` published with one store call, a window's worth at
+    // most (the rest waits for the store). Each row is then handled as `settle` handles one:
+    // published (and `after_mark`), lease lost, or, after a store error, kept for a retry of its
+    // own while the relay runs (abandoned when stopping).
+    void flush_marks();
+
+    void on_marked(std::vector<outbox_record> batch, std::error_code ec,
+                   std::vector<std::error_code> results) {
         if constexpr (batch_marks) {
-            if (pending_marks_.empty())
-                return;
-            std::vector<outbox_record> batch;
-            batch.swap(pending_marks_);
-            std::vector<message_id> ids;
-            ids.reserve(batch.size());
-            for (const auto& row : batch)
-                ids.push_back(row.msg.id);
-            std::vector<std::error_code> results;
-            std::error_code ec = store_.mark_published(std::span<const message_id>(ids),
-                                                       options_.owner, clock_.wall_now(), results);
             if (!ec && results.size() != batch.size())
                 ec = errc::internal_error; // a store that broke the contract: retry row by row
             if (ec)
@@ -561,26 +409,11 @@ private:
         cells_.add(cells_.backoffs);
     }
 
-    void refresh_lag() {
-        std::error_code ec;
-        const auto stats = store_.stats(clock_.wall_now(), ec);
-        if (ec) {
-            cells_.add(cells_.store_errors);
-            return;
-        }
-        cells_.lag.store(stats.oldest_pending_age.count(), std::memory_order_relaxed);
-    }
+    // The stats for `relay_counters::lag`; with a busy store, `lag_due_` stays set.
+    void refresh_lag();
 
-    void purge() {
-        std::error_code ec;
-        const auto purged =
-            store_.purge_published(clock_.wall_now() - to_store(*options_.retention), ec);
-        if (ec) {
-            cells_.add(cells_.store_errors);
-            return;
-        }
-        cells_.add(cells_.purged, purged);
-    }
+    // Purges published rows past the retention; with a busy store, `purge_due_` stays set.
+    void purge();
 
     bool failpoint(relay_point point, const outbox_record& row) {
         if constexpr (!failpoints_enabled)
@@ -593,34 +426,7 @@ private:
 
     // -- the one timer -------------------------------------------------------------------------
 
-    void arm_timer() {
-        clock_time deadline = next_poll_;
-        if (phase_ == phase::stopping) {
-            deadline = stop_deadline_;
-        } else {
-            if (paused_until_)
-                deadline = std::min(deadline, *paused_until_);
-            if (!retry_due_.empty())
-                deadline = std::min(deadline, retry_due_.top());
-            if (next_purge_)
-                deadline = std::min(deadline, *next_purge_);
-        }
-        // A wait that fires no later is good enough: the pump it runs re-arms.
-        if (armed_ && armed_at_ <= deadline)
-            return;
-        const auto now = clock_.now();
-        using timer_duration = typename timer_type::duration;
-        const auto wait = deadline > now ? std::chrono::ceil<timer_duration>(deadline - now)
-                                         : timer_duration::zero();
-        const std::uint64_t generation = ++timer_generation_;
-        timer_.expires_after(wait);
-        armed_ = true;
-        armed_at_ = deadline;
-        timer_.async_wait([weak = this->weak_from_this(), generation](boost::system::error_code) {
-            if (auto self = weak.lock())
-                self->on_timer(generation);
-        });
-    }
+    void arm_timer();
 
     // -- ending --------------------------------------------------------------------------------
 
@@ -642,10 +448,17 @@ private:
         // up the stack still refers to one of their rows. Outcomes that arrive later are
         // ignored.
         cells_.set_in_flight(0);
+        end_ec_ = ec;
+        if (!store_busy_)
+            complete_run(); // otherwise when the store call returns (`store_call`)
+    }
+
+    void complete_run() {
         if (run_done_) {
             auto done = std::move(run_done_);
             run_done_ = nullptr;
-            done(run_cancelled_ && !ec ? std::make_error_code(std::errc::operation_canceled) : ec);
+            done(run_cancelled_ && !end_ec_ ? std::make_error_code(std::errc::operation_canceled)
+                                            : end_ec_);
         }
     }
 
@@ -654,6 +467,7 @@ private:
     Clock& clock_;
     const relay_options options_;
     executor_type ex_;
+    executor_type store_ex_; // empty: store calls are made on ex_, synchronously
     timer_type timer_;
     jitter_source jitter_;
     relay_counter_cells cells_;
@@ -662,12 +476,16 @@ private:
     bool stop_requested_ = false;
     bool run_cancelled_ = false;
     completion run_done_;
+    std::error_code end_ec_;
 
     std::deque<outbox_record> queue_; // claimed, not sent yet, creation order
     std::map<message_id, std::shared_ptr<outbox_record>> in_flight_; // sent, outcome awaited
     std::deque<settlement> unsettled_;         // outcome known, store refused to settle
     std::vector<outbox_record> pending_marks_; // confirmed, waiting for the next batch of marks
     bool flush_posted_ = false;                // an on_flush is queued on the executor
+    bool store_busy_ = false;                  // a store call is on the store executor
+    bool lag_due_ = false;                     // the stats are to be read
+    bool purge_due_ = false;                   // published rows are to be purged
     bool claim_allowed_ = false;
     bool probing_ = false;
     std::uint32_t transport_failures_in_a_row_ = 0;
@@ -687,3 +505,5 @@ private:
 };
 
 } // namespace letterbox::detail
+
+#include <letterbox/outbox/detail/impl/relay_engine.hpp>
