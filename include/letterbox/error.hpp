@@ -73,6 +73,8 @@ enum class errc {
     store_readonly,       ///< the database is read-only
     store_schema_too_new, ///< the schema was written by a newer letterbox; refusing to touch it
     store_error,          ///< any other database failure (the store keeps the driver's text)
+    store_schema_too_old, ///< the schema is older than this letterbox's, and the database was
+                          ///< opened read-only, which cannot migrate it; nothing was changed
 
     // Message-handling and configuration errors, 500 to 599.
     handler_failed = 500,    ///< a handler failed without an error code of its own (it threw)
@@ -176,6 +178,9 @@ public:
             return "the store's schema is newer than this version of letterbox";
         case errc::store_error:
             return "store error";
+        case errc::store_schema_too_old:
+            return "the store's schema is older than this version of letterbox, and a read-only "
+                   "open does not migrate it";
         case errc::handler_failed:
             return "the handler failed";
         case errc::dedup_window_too_short:

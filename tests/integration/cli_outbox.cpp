@@ -246,6 +246,26 @@ TEST_CASE("outbox status changes nothing in a letterbox database", "[integration
     CHECK(state_of(path) == before);
 }
 
+TEST_CASE("outbox status on a file of an older schema changes nothing and names what migrates it",
+          "[integration][cli]") {
+    letterbox::testing::temp_directory dir;
+    const auto path = (dir.path() / "orders.db").string();
+    { auto db = letterbox::sqlite::database::open(path); }
+    // What this check reads of a file an older letterbox left: its version row.
+    raw_sql(path, "UPDATE letterbox_schema_version SET version = 1");
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() -
+                                               std::chrono::hours{1});
+    const auto before = state_of(path);
+    const auto r = run_cli({"outbox", "status", "--db", path});
+    CHECK(r.status == 3);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains("schema version 1") &&
+                          Catch::Contains("older than this version of letterbox") &&
+                          Catch::Contains("open it once for writing to migrate it"));
+    CHECK_THAT(r.err, !Catch::Contains("run as a user who can write"));
+    CHECK(state_of(path) == before);
+}
+
 TEST_CASE("outbox status escapes stored control characters and ANSI sequences, and writes "
           "invalid UTF-8 as U+FFFD in JSON",
           "[integration][cli]") {

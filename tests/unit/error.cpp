@@ -39,10 +39,11 @@ TEST_CASE("letterbox::error carries its code", "[error]") {
 }
 
 TEST_CASE("store errors have distinct codes and say what happened", "[error]") {
-    const errc store_errors[] = {
-        errc::store_not_a_database, errc::store_corrupt,        errc::store_busy,
-        errc::store_full,           errc::store_io_error,       errc::store_unavailable,
-        errc::store_readonly,       errc::store_schema_too_new, errc::store_error};
+    const errc store_errors[] = {errc::store_not_a_database, errc::store_corrupt,
+                                 errc::store_busy,           errc::store_full,
+                                 errc::store_io_error,       errc::store_unavailable,
+                                 errc::store_readonly,       errc::store_schema_too_new,
+                                 errc::store_error,          errc::store_schema_too_old};
     for (const auto e : store_errors) {
         const std::error_code ec = e;
         INFO(ec.value());

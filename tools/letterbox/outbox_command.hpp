@@ -180,6 +180,9 @@ inline void explain(std::ostream& err, std::error_code ec, const std::string& te
     else if (ec == letterbox::errc::store_readonly)
         err << "; the file, its directory or its -wal/-shm files are read-only: run as a user "
                "who can write them";
+    else if (ec == letterbox::errc::store_schema_too_old)
+        err << "; open it once for writing to migrate it: start the application that uses it, "
+               "or run `letterbox outbox retry` or `purge` on it";
 }
 
 /// A database failure of the store: reported with the driver's text; `internal`.

@@ -76,8 +76,9 @@ struct database_options {
     /// Open every connection with `SQLITE_OPEN_READONLY`: nothing in the file changes, not even
     /// its journal mode (no `journal_mode=WAL`, no migration, no file is created). The file
     /// must already hold letterbox's schema at `schema::latest_version()`: a file without it
-    /// is `errc::store_not_a_database`, one with an older version `errc::store_readonly` (a
-    /// read-only open cannot migrate it), one with a newer version `errc::store_schema_too_new`.
+    /// is `errc::store_not_a_database`, one with an older version `errc::store_schema_too_old`
+    /// (a read-only open cannot migrate it; open it once for writing, which migrates it), one
+    /// with a newer version `errc::store_schema_too_new`.
     /// Reads work as usual; `begin()` and every store write fail with `errc::store_readonly`.
     /// For inspection tools (`letterbox outbox status`). A WAL database is read as SQLite reads
     /// one read-only: through its `-wal` and `-shm` files, which SQLite creates when they are

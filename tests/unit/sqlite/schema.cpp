@@ -2,6 +2,7 @@
 
 #include <letterbox/sqlite/schema.hpp>
 
+#include <letterbox/error.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/detail/codec.hpp>
 #include <letterbox/sqlite/detail/time.hpp>
@@ -298,6 +299,24 @@ TEST_CASE("schema 2 moves the outbox's rows in flight to the delivery-state tabl
     letterbox::outbox_query all;
     CHECK(outbox.list(all, ec).size() == 8);
     CHECK_FALSE(ec);
+}
+
+TEST_CASE("schema: a read-only open of a version 1 file is store_schema_too_old and migrates "
+          "nothing",
+          "[sqlite][schema]") {
+    version_1_outbox v1;
+    database_options read_only;
+    read_only.read_only = true;
+    std::error_code ec;
+    auto db = database::open(v1.path, read_only, ec);
+    CHECK(ec == errc::store_schema_too_old);
+    CHECK(letterbox::is_store_error(ec));
+    CHECK_THAT(db.last_error_message(),
+               Catch::Contains("schema version 1") && Catch::Contains("reads version 2"));
+    auto c = open_raw(v1.path);
+    CHECK(int_of(c, "SELECT version FROM letterbox_schema_version") == 1);
+    CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE name = "
+                    "'letterbox_outbox_unpublished'") == 0);
 }
 
 } // namespace unit_sqlite_schema

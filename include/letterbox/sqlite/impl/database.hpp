@@ -44,7 +44,7 @@ LETTERBOX_DECL std::error_code quick_check(connection& c, std::string& text) {
 
 /// Checks, without writing, that `c`'s file holds letterbox's schema: `errc::store_not_a_database`
 /// for a file without it, `errc::store_schema_too_new` for a newer one and, when `read_only`
-/// (which cannot migrate), `errc::store_readonly` for an older one; `text` says which.
+/// (which cannot migrate), `errc::store_schema_too_old` for an older one; `text` says which.
 LETTERBOX_DECL std::error_code check_existing_schema(connection& c, bool read_only,
                                                      std::string& text) {
     std::error_code ec;
@@ -65,9 +65,8 @@ LETTERBOX_DECL std::error_code check_existing_schema(connection& c, bool read_on
     }
     if (read_only && version < schema::latest_version()) {
         text = "the database has letterbox schema version " + std::to_string(version) +
-               "; this library reads version " + std::to_string(schema::latest_version()) +
-               " and a read-only open does not migrate";
-        return errc::store_readonly;
+               "; this library reads version " + std::to_string(schema::latest_version());
+        return errc::store_schema_too_old;
     }
     return {};
 }
