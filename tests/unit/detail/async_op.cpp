@@ -214,8 +214,10 @@ TEST_CASE("a terminal cancellation of a waiting operation runs what it registere
     parked_wait w;
     auto& [o, r, signal] = w;
     bool on_strand = false;
+    // (clang 14 cannot capture a structured binding: name the strand for the lambda)
+    auto& strand = o.strand;
     o.parked->on_cancel([&](op_type op) {
-        on_strand = o.strand.running_in_this_thread();
+        on_strand = strand.running_in_this_thread();
         op(std::make_error_code(std::errc::timed_out), "cancelled");
     });
     signal.emit(boost::asio::cancellation_type::terminal);
