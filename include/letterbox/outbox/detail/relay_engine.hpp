@@ -409,6 +409,11 @@ private:
         cells_.add(cells_.backoffs);
     }
 
+    // One housekeeping call, `call(ec)`, whose value goes to `use`: skipped while the store is
+    // busy (`due` stays set, and `step` tries again), a store error counted.
+    template <class Call, class Use>
+    void housekeep(bool& due, Call call, Use use);
+
     // The stats for `relay_counters::lag`; with a busy store, `lag_due_` stays set.
     void refresh_lag();
 

@@ -327,41 +327,43 @@ void relay_engine<OutboxStore, Transport, Clock>::flush_marks() {
 }
 
 template <class OutboxStore, class Transport, class Clock>
-void relay_engine<OutboxStore, Transport, Clock>::refresh_lag() {
+template <class Call, class Use>
+void relay_engine<OutboxStore, Transport, Clock>::housekeep(bool& due, Call call, Use use) {
     if (store_busy_)
         return;
-    lag_due_ = false;
+    due = false;
     store_call(
-        [this, now = clock_.wall_now()] {
+        [call = std::move(call)] {
             std::error_code ec;
-            auto stats = store_.stats(now, ec);
-            return std::pair(ec, stats.oldest_pending_age.count());
+            auto value = call(ec);
+            return std::pair(ec, value);
         },
-        [this](auto result) {
+        [this, use = std::move(use)](auto result) {
             if (result.first)
                 cells_.add(cells_.store_errors);
             else
-                cells_.lag.store(result.second, std::memory_order_relaxed);
+                use(result.second);
         });
 }
 
 template <class OutboxStore, class Transport, class Clock>
-void relay_engine<OutboxStore, Transport, Clock>::purge() {
-    if (store_busy_)
-        return;
-    purge_due_ = false;
-    store_call(
-        [this, before = clock_.wall_now() - to_store(*options_.retention)] {
-            std::error_code ec;
-            auto purged = store_.purge_published(before, ec);
-            return std::pair(ec, purged);
+void relay_engine<OutboxStore, Transport, Clock>::refresh_lag() {
+    housekeep(
+        lag_due_,
+        [this, now = clock_.wall_now()](std::error_code& ec) {
+            return store_.stats(now, ec).oldest_pending_age.count();
         },
-        [this](auto result) {
-            if (result.first)
-                cells_.add(cells_.store_errors);
-            else
-                cells_.add(cells_.purged, result.second);
-        });
+        [this](auto age) { cells_.lag.store(age, std::memory_order_relaxed); });
+}
+
+template <class OutboxStore, class Transport, class Clock>
+void relay_engine<OutboxStore, Transport, Clock>::purge() {
+    housekeep(
+        purge_due_,
+        [this, before = clock_.wall_now() - to_store(*options_.retention)](std::error_code& ec) {
+            return store_.purge_published(before, ec);
+        },
+        [this](std::size_t purged) { cells_.add(cells_.purged, purged); });
 }
 
 template <class OutboxStore, class Transport, class Clock>
