@@ -68,11 +68,7 @@ void record_committed(inbox_store_harness<Store>& h, std::string_view consumer,
 template <class Fixture>
 void run_inbox_store_check(
     void (*check)(inbox_store_harness<store_suite::fixture_store_t<Fixture>>&)) {
-    using store_type = store_suite::fixture_store_t<Fixture>;
-    auto ctx = Fixture::make();
-    inbox_store_harness<store_type> h{ctx.store(), [&ctx] { return ctx.begin(); },
-                                      store_suite::features_of<Fixture, inbox_store_features>()};
-    check(h);
+    store_suite::run_check<Fixture>(check);
 }
 
 template <inbox_store Store>

@@ -185,11 +185,7 @@ inline std::vector<message_id> ids_of(std::initializer_list<const outbox_entry*>
 template <class Fixture>
 void run_outbox_store_check(
     void (*check)(outbox_store_harness<store_suite::fixture_store_t<Fixture>>&)) {
-    using store_type = store_suite::fixture_store_t<Fixture>;
-    auto ctx = Fixture::make();
-    outbox_store_harness<store_type> h{ctx.store(), [&ctx] { return ctx.begin(); },
-                                       store_suite::features_of<Fixture, outbox_store_features>()};
-    check(h);
+    store_suite::run_check<Fixture>(check);
 }
 
 } // namespace letterbox::testing::detail

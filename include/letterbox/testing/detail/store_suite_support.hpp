@@ -57,4 +57,13 @@ constexpr Features features_of() {
         return Features{};
 }
 
+/// Runs `check` against a fresh context of `Fixture`, in the harness `check` takes.
+template <class Fixture, class Harness>
+void run_check(void (*check)(Harness&)) {
+    auto ctx = Fixture::make();
+    Harness h{{ctx.store(), [&ctx] { return ctx.begin(); },
+               features_of<Fixture, decltype(Harness::features)>()}};
+    check(h);
+}
+
 } // namespace letterbox::testing::detail::store_suite
