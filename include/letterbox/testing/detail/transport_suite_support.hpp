@@ -236,6 +236,24 @@ get_result get(transport_harness<Transport>& h, Transport& t, const std::string&
     return std::move(**result);
 }
 
+/// `get` that must succeed and fetch a message: returns the delivery.
+template <queue_reader Transport>
+delivery require_get(transport_harness<Transport>& h, Transport& t, const std::string& queue) {
+    auto r = get(h, t, queue);
+    REQUIRE(describe(r.ec) == success);
+    REQUIRE(r.d.has_value());
+    return std::move(*r.d);
+}
+
+/// Checks that a `get` of `queue` succeeds and finds it empty.
+template <queue_reader Transport>
+void check_get_finds_empty(transport_harness<Transport>& h, Transport& t,
+                           const std::string& queue) {
+    const auto r = get(h, t, queue);
+    CHECK(describe(r.ec) == success);
+    CHECK_FALSE(r.d.has_value());
+}
+
 /// What `async_queue_depth` completed with.
 struct depth_result {
     std::error_code ec;
@@ -252,6 +270,12 @@ depth_result queue_depth(transport_harness<Transport>& h, Transport& t, const st
     if (!h.wait([&] { return result->has_value(); }))
         return {make_error_code(errc::timed_out), 0};
     return **result;
+}
+
+/// Checks that `depth` was read and counts `ready` ready messages.
+inline void check_ready(const depth_result& depth, std::uint32_t ready) {
+    CHECK(describe(depth.ec) == success);
+    CHECK(depth.ready == ready);
 }
 
 /// The queue's depth once it reads `expected`, polled until `features.timeout`. For a depth
