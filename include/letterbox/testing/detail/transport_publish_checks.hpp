@@ -30,7 +30,6 @@
 #include <set>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -145,34 +144,28 @@ void transport_check_concurrent_publishers_competing_consumers(transport_harness
     const auto queue = declare_fresh_queue(h, admin, "wm02");
 
     auto fleet = make_publisher_fleet(h, queue, sizes.publishers, sizes.messages_per_publisher);
-    auto& publishers = fleet.publishers;
-    auto& batches = fleet.batches;
-    auto& all = fleet.ids;
+    const auto& all = fleet.ids;
     struct outcome {
         std::mutex mutex;
         std::size_t completed = 0;
         std::vector<std::error_code> failures;
     };
     auto out = std::make_shared<outcome>();
-    {
-        std::vector<std::thread> threads;
-        for (std::size_t p = 0; p < sizes.publishers; ++p)
-            threads.emplace_back([&, p] {
-                for (const auto& m : batches[p])
-                    publishers[p].async_publish(m, [out](std::error_code ec) {
-                        std::lock_guard lock(out->mutex);
-                        ++out->completed;
-                        if (ec)
-                            out->failures.push_back(ec);
-                    });
-            });
-        h.wait([&] {
+    publish_from_threads(
+        h, fleet,
+        [out](Transport& publisher, const std::vector<message>& batch) {
+            for (const auto& m : batch)
+                publisher.async_publish(m, [out](std::error_code ec) {
+                    std::lock_guard lock(out->mutex);
+                    ++out->completed;
+                    if (ec)
+                        out->failures.push_back(ec);
+                });
+        },
+        [&] {
             std::lock_guard lock(out->mutex);
             return out->completed == all.size();
         });
-        for (auto& thread : threads)
-            thread.join();
-    }
     {
         std::lock_guard lock(out->mutex);
         INFO("first failure: " << (out->failures.empty() ? std::string(success)
@@ -289,9 +282,7 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
     auto admin = h.make();
     const auto queue = declare_fresh_queue(h, admin, "wm11");
     auto fleet = make_publisher_fleet(h, queue, sizes.publishers, sizes.messages_per_publisher);
-    auto& publishers = fleet.publishers;
-    auto& batches = fleet.batches;
-    auto& all = fleet.ids;
+    const auto& all = fleet.ids;
     struct outcome {
         std::mutex mutex;
         std::map<message_id, std::vector<std::error_code>> publishes;
@@ -299,28 +290,24 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
         std::size_t completed = 0;
     };
     auto out = std::make_shared<outcome>();
-    {
-        std::vector<std::thread> threads;
-        for (std::size_t p = 0; p < sizes.publishers; ++p)
-            threads.emplace_back([&, p] {
-                for (const auto& m : batches[p])
-                    publishers[p].async_publish(m, [out, id = m.id](std::error_code ec) {
-                        std::lock_guard lock(out->mutex);
-                        out->publishes[id].push_back(ec);
-                        ++out->completed;
-                    });
-                publishers[p].async_close([out](std::error_code ec) {
+    publish_from_threads(
+        h, fleet,
+        [out](Transport& publisher, const std::vector<message>& batch) {
+            for (const auto& m : batch)
+                publisher.async_publish(m, [out, id = m.id](std::error_code ec) {
                     std::lock_guard lock(out->mutex);
-                    out->closes.push_back(ec);
+                    out->publishes[id].push_back(ec);
+                    ++out->completed;
                 });
+            publisher.async_close([out](std::error_code ec) {
+                std::lock_guard lock(out->mutex);
+                out->closes.push_back(ec);
             });
-        h.wait([&] {
+        },
+        [&] {
             std::lock_guard lock(out->mutex);
             return out->completed == all.size() && out->closes.size() == sizes.publishers;
         });
-        for (auto& thread : threads)
-            thread.join();
-    }
     std::vector<message_id> succeeded;
     {
         std::lock_guard lock(out->mutex);

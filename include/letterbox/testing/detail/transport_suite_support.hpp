@@ -37,6 +37,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -156,6 +157,20 @@ publisher_fleet<Transport> make_publisher_fleet(transport_harness<Transport>& h,
             fleet.ids.push_back(m.id);
     }
     return fleet;
+}
+
+/// Starts one thread per publisher of `fleet`, which calls `publish_batch(publisher, batch)`
+/// with its own batch; runs completion handlers until `done()` (or the timeout), then joins
+/// the threads.
+template <transport Transport, class PublishBatch>
+void publish_from_threads(transport_harness<Transport>& h, publisher_fleet<Transport>& fleet,
+                          PublishBatch publish_batch, const std::function<bool()>& done) {
+    std::vector<std::thread> threads;
+    for (std::size_t p = 0; p < fleet.publishers.size(); ++p)
+        threads.emplace_back([&, p] { publish_batch(fleet.publishers[p], fleet.batches[p]); });
+    h.wait(done);
+    for (auto& thread : threads)
+        thread.join();
 }
 
 template <transport Transport>
