@@ -48,8 +48,7 @@ void transport_check_no_loss_when_consumers_stop(transport_harness<Transport>& h
     const auto sizes = sizes_for(h.features.size);
     auto publisher = h.make();
     const auto queue = declare_fresh_queue(h, publisher, "wm07");
-    const auto messages = make_messages(sizes.resumed_messages, "", queue);
-    require_published(h, publisher, messages);
+    const auto messages = publish_new_messages(h, publisher, queue, sizes.resumed_messages);
 
     std::vector<std::shared_ptr<consumer_log>> logs;
     const auto all_acked = [&] {
@@ -98,8 +97,7 @@ void transport_check_concurrent_close(transport_harness<Transport>& h) {
         CHECK(describe(ec) == success);
 
     auto publisher = h.make();
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, publisher, messages);
+    const auto messages = publish_new_messages(h, publisher, queue, n);
     auto reader = h.make();
     auto log = consume(h, reader, consume_from(queue), ack_all());
     CHECK(collect_acked(h, {log}, n));
@@ -115,8 +113,7 @@ template <transport Transport>
 void transport_check_settling_after_close_fails(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "wm13");
-    const auto messages = make_messages(2, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, 2);
     auto log = consume(h, t, consume_from(queue), hold_all());
     REQUIRE(collect_until(h, [&] { return log->deliveries.size() >= 2; }));
     CHECK(describe(ack(h, t, log->deliveries[0])) == success);
@@ -141,8 +138,7 @@ void transport_check_cancel_right_after_consume(transport_harness<Transport>& h)
     constexpr std::size_t n = 20;
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "wm14");
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, n);
 
     auto options = consume_from(queue);
     options.consumer_tag = h.unique_name("wm14-consumer");
@@ -334,8 +330,7 @@ template <transport Transport>
 void transport_check_close_requeues_unacked(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "close-requeue");
-    const auto messages = make_messages(2, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, 2);
     auto held = consume(h, t, consume_from(queue), hold_all());
     REQUIRE(collect_until(h, [&] { return held->deliveries.size() >= 2; }));
     REQUIRE(describe(close(h, t)) == success);
@@ -357,16 +352,14 @@ template <transport Transport>
 void transport_check_cancel_keeps_deliveries_settleable(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "cancel");
-    const auto messages = make_messages(3, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, 3);
     auto held = consume(h, t, consume_from(queue), hold_all());
     REQUIRE(collect_until(h, [&] { return held->deliveries.size() >= 3; }));
     REQUIRE(describe(cancel(h, t, held->consumer_tag)) == success);
     for (const auto& d : held->deliveries)
         CHECK(describe(ack(h, t, d)) == success);
 
-    const auto later = make_messages(1, "", queue);
-    require_published(h, t, later);
+    const auto later = publish_new_messages(h, t, queue, 1);
     auto log = consume(h, t, consume_from(queue), ack_all());
     CHECK(collect_acked(h, {log}, 1));
     h.quiet();

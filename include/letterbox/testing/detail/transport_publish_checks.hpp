@@ -112,8 +112,7 @@ void transport_check_publish_subscribe(transport_harness<Transport>& h) {
     auto publisher = h.make();
     auto subscriber = h.make();
     const auto queue = declare_fresh_queue(h, publisher, "wm01");
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, publisher, messages);
+    const auto messages = publish_new_messages(h, publisher, queue, n);
 
     auto log = consume(h, subscriber, consume_from(queue), ack_all());
     CHECK(collect_acked(h, {log}, n));
@@ -343,8 +342,7 @@ template <transport Transport>
 void transport_check_deliveries_follow_consume_completion(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "consume-order");
-    const auto messages = make_messages(5, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, 5);
     auto log = consume(h, t, consume_from(queue), ack_all());
     CHECK(collect_acked(h, {log}, messages.size()));
     CHECK(log->early_deliveries == 0);

@@ -38,8 +38,7 @@ void transport_check_get_fetches_in_order_until_empty(transport_harness<Transpor
         const auto queue = declare_fresh_queue(h, t, "get-order");
         check_get_finds_empty(h, t, queue);
 
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 3);
         std::vector<delivery> got;
         for (std::size_t i = 0; i < messages.size(); ++i) {
             INFO("get " << i);
@@ -78,8 +77,7 @@ void transport_check_get_then_nack_requeues(transport_harness<Transport>& h) {
             LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
         auto t = h.make();
         const auto queue = declare_fresh_queue(h, t, "get-nack");
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 3);
 
         const auto first = require_get(h, t, queue);
         const auto second = require_get(h, t, queue);
@@ -121,8 +119,7 @@ void transport_check_unsettled_gets_return_on_close(transport_harness<Transport>
     } else {
         auto admin = h.make();
         const auto queue = declare_fresh_queue(h, admin, "get-close");
-        const auto messages = make_messages(2, "", queue);
-        require_published(h, admin, messages);
+        const auto messages = publish_new_messages(h, admin, queue, 2);
 
         auto t = h.make();
         for (std::size_t i = 0; i < messages.size(); ++i)
@@ -157,8 +154,7 @@ void transport_check_depth_and_missing_queues(transport_harness<Transport>& h) {
         auto t = h.make();
         const auto queue = declare_fresh_queue(h, t, "depth");
         check_ready(queue_depth(h, t, queue), 0);
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 3);
         check_ready(queue_depth(h, t, queue), 3);
 
         const auto held = require_get(h, t, queue);
@@ -192,8 +188,7 @@ void transport_check_get_sees_own_requeues(transport_harness<Transport>& h) {
             LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
         auto t = h.make();
         const auto queue = declare_fresh_queue(h, t, "get-requeue");
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 3);
         for (int round = 0; round < 50; ++round) {
             INFO("round " << round);
             std::vector<delivery> held;

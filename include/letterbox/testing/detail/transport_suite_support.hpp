@@ -212,6 +212,16 @@ void require_published(transport_harness<Transport>& h, Transport& t,
     REQUIRE(failed == 0);
 }
 
+/// Makes `n` new messages for `queue` (through the default exchange) and publishes them on `t`,
+/// which must all succeed (`require_published`). Returns them.
+template <transport Transport>
+std::vector<message> publish_new_messages(transport_harness<Transport>& h, Transport& t,
+                                          const std::string& queue, std::size_t n) {
+    auto messages = make_messages(n, "", queue);
+    require_published(h, t, messages);
+    return messages;
+}
+
 template <transport Transport>
 std::error_code close(transport_harness<Transport>& h, Transport& t) {
     return await_completion(h, [&](auto done) { t.async_close(std::move(done)); });

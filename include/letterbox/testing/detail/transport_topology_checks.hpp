@@ -111,8 +111,7 @@ void transport_check_publish_to_missing_exchange_is_not_found(transport_harness<
     const auto queue = declare_fresh_queue(h, t, "not-found");
     const auto lost = make_messages(1, h.unique_name("no-such-exchange"), "key");
     CHECK(describe(publish(h, t, lost.front())) == describe(errc::not_found));
-    const auto routed = make_messages(3, "", queue);
-    require_published(h, t, routed);
+    const auto routed = publish_new_messages(h, t, queue, 3);
     auto log = consume(h, t, consume_from(queue), ack_all());
     CHECK(collect_acked(h, {log}, routed.size()));
 }
@@ -127,8 +126,7 @@ void transport_check_consume_from_missing_queue_is_not_found(transport_harness<T
     CHECK(describe(*missing->consume_result) == describe(errc::not_found));
 
     const auto queue = declare_fresh_queue(h, t, "after-not-found");
-    const auto messages = make_messages(2, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, 2);
     auto log = consume(h, t, consume_from(queue), ack_all());
     CHECK(collect_acked(h, {log}, messages.size()));
 }
