@@ -99,8 +99,7 @@ void transport_check_concurrent_close(transport_harness<Transport>& h) {
     auto publisher = h.make();
     const auto messages = publish_new_messages(h, publisher, queue, n);
     auto reader = h.make();
-    auto log = consume(h, reader, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, n));
+    auto log = consume_acked(h, reader, queue, n);
     check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
     for (const auto& l : logs)
         CHECK(l->acked.empty());
@@ -159,8 +158,7 @@ void transport_check_cancel_right_after_consume(transport_harness<Transport>& h)
     h.quiet();
     CHECK(first->deliveries.size() == *seen_at_cancel);
 
-    auto second = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {second}, n));
+    auto second = consume_acked(h, t, queue, n);
     check_ids(ids_of(messages), {second}, id_source::acked, !h.features.exactly_once_delivery);
 }
 
@@ -318,8 +316,7 @@ void transport_check_close_completes_pending_publishes(transport_harness<Transpo
         if (!o.front())
             succeeded.push_back(m.id);
     }
-    auto log = consume(h, admin, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, succeeded.size()));
+    auto log = consume_acked(h, admin, queue, succeeded.size());
     for (const auto& id : succeeded)
         CHECK(log->acked.contains(id));
 }
@@ -336,8 +333,7 @@ void transport_check_close_requeues_unacked(transport_harness<Transport>& h) {
     REQUIRE(describe(close(h, t)) == success);
 
     auto other = h.make();
-    auto log = consume(h, other, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, 2));
+    auto log = consume_acked(h, other, queue, 2);
     check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
     for (const auto& d : log->deliveries)
         CHECK(d.redelivered);
@@ -360,8 +356,7 @@ void transport_check_cancel_keeps_deliveries_settleable(transport_harness<Transp
         CHECK(describe(ack(h, t, d)) == success);
 
     const auto later = publish_new_messages(h, t, queue, 1);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, 1));
+    auto log = consume_acked(h, t, queue, 1);
     h.quiet();
     CHECK(held->deliveries.size() == 3);
     check_ids(ids_of(later), {log}, id_source::acked, false);

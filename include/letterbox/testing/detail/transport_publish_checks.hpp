@@ -114,8 +114,7 @@ void transport_check_publish_subscribe(transport_harness<Transport>& h) {
     const auto queue = declare_fresh_queue(h, publisher, "wm01");
     const auto messages = publish_new_messages(h, publisher, queue, n);
 
-    auto log = consume(h, subscriber, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, n));
+    auto log = consume_acked(h, subscriber, queue, n);
     check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
     for (const auto& d : log->deliveries) {
         const auto* m = find_message(messages, d.msg.id);
@@ -326,8 +325,7 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
     }
     INFO(succeeded.size() << " of " << all.size() << " publishes succeeded");
     auto reader = h.make();
-    auto log = consume(h, reader, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, succeeded.size()));
+    auto log = consume_acked(h, reader, queue, succeeded.size());
     // Outcome-unknown publishes may or may not have arrived: the log holds every success and
     // nothing that was not published.
     for (const auto& id : succeeded)
@@ -343,8 +341,7 @@ void transport_check_deliveries_follow_consume_completion(transport_harness<Tran
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "consume-order");
     const auto messages = publish_new_messages(h, t, queue, 5);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, messages.size()));
+    auto log = consume_acked(h, t, queue, messages.size());
     CHECK(log->early_deliveries == 0);
     CHECK(log->reentered == 0);
 }

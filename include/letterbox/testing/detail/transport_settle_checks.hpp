@@ -141,8 +141,7 @@ void transport_check_continue_after_nacks(transport_harness<Transport>& h) {
         CHECK(describe(close(h, t)) == success);
     }
     auto reader = h.make();
-    auto log = consume(h, reader, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, n));
+    auto log = consume_acked(h, reader, queue, n);
     check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
 }
 
@@ -163,8 +162,7 @@ void transport_check_requeue_loop_does_not_starve_others(transport_harness<Trans
     auto other = h.make();
     const auto queue = declare_fresh_queue(h, other, "beside-the-loop");
     const auto messages = publish_new_messages(h, other, queue, 3);
-    auto log = consume(h, other, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, messages.size()));
+    consume_acked(h, other, queue, messages.size());
     CHECK(describe(close(h, looping)) == success);
     for (std::size_t i = 1; i < loop->deliveries.size(); ++i)
         CHECK(loop->deliveries[i].redelivered);

@@ -491,6 +491,16 @@ bool collect_acked(transport_harness<Transport>& h,
 /// What `check_ids` compares: which log counts to use.
 enum class id_source { delivered, acked };
 
+/// Consumes `queue` on `t`, acknowledging every delivery, and checks that `n` distinct
+/// messages were acknowledged (`collect_acked`). Returns the consumer's log.
+template <transport Transport>
+std::shared_ptr<consumer_log> consume_acked(transport_harness<Transport>& h, Transport& t,
+                                            const std::string& queue, std::size_t n) {
+    auto log = consume(h, t, consume_from(queue), ack_all());
+    CHECK(collect_acked(h, {log}, n));
+    return log;
+}
+
 /// watermill's `AssertAllMessagesReceived`: the logs together hold exactly the ids of
 /// `expected` (reporting the missing and the extra ones); each at most once unless
 /// `duplicates_allowed`.

@@ -51,8 +51,7 @@ void transport_check_consumer_groups(transport_harness<Transport>& h) {
     auto subscriber = h.make();
     for (const auto& group : groups) {
         INFO("group " << group);
-        auto log = consume(h, subscriber, consume_from(group), ack_all());
-        CHECK(collect_acked(h, {log}, n));
+        auto log = consume_acked(h, subscriber, group, n);
         check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
     }
 }
@@ -112,8 +111,7 @@ void transport_check_publish_to_missing_exchange_is_not_found(transport_harness<
     const auto lost = make_messages(1, h.unique_name("no-such-exchange"), "key");
     CHECK(describe(publish(h, t, lost.front())) == describe(errc::not_found));
     const auto routed = publish_new_messages(h, t, queue, 3);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, routed.size()));
+    consume_acked(h, t, queue, routed.size());
 }
 
 /// Concept: consuming a missing queue completes with `errc::not_found`, and the transport keeps
@@ -127,8 +125,7 @@ void transport_check_consume_from_missing_queue_is_not_found(transport_harness<T
 
     const auto queue = declare_fresh_queue(h, t, "after-not-found");
     const auto messages = publish_new_messages(h, t, queue, 2);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, messages.size()));
+    consume_acked(h, t, queue, messages.size());
 }
 
 /// Concept: declaring the same exchange, queue and binding again is idempotent.
@@ -152,8 +149,7 @@ void transport_check_redeclaring_is_idempotent(transport_harness<Transport>& h) 
     }
     const auto messages = make_messages(1, x.name, "suite.redeclared");
     require_published(h, t, messages);
-    auto log = consume(h, t, consume_from(q.name), ack_all());
-    CHECK(collect_acked(h, {log}, 1));
+    auto log = consume_acked(h, t, q.name, 1);
     h.quiet();
     CHECK(log->deliveries.size() == 1);
 }
