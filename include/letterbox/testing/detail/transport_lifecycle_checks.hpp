@@ -113,8 +113,7 @@ void transport_check_settling_after_close_fails(transport_harness<Transport>& h)
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "wm13");
     const auto messages = publish_new_messages(h, t, queue, 2);
-    auto log = consume(h, t, consume_from(queue), hold_all());
-    REQUIRE(collect_until(h, [&] { return log->deliveries.size() >= 2; }));
+    auto log = consume_held(h, t, consume_from(queue), 2);
     CHECK(describe(ack(h, t, log->deliveries[0])) == success);
     CHECK(describe(close(h, t)) == success);
     CHECK(describe(ack(h, t, log->deliveries[1])) != success);
@@ -328,8 +327,7 @@ void transport_check_close_requeues_unacked(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "close-requeue");
     const auto messages = publish_new_messages(h, t, queue, 2);
-    auto held = consume(h, t, consume_from(queue), hold_all());
-    REQUIRE(collect_until(h, [&] { return held->deliveries.size() >= 2; }));
+    auto held = consume_held(h, t, consume_from(queue), 2);
     REQUIRE(describe(close(h, t)) == success);
 
     auto other = h.make();
@@ -349,8 +347,7 @@ void transport_check_cancel_keeps_deliveries_settleable(transport_harness<Transp
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "cancel");
     const auto messages = publish_new_messages(h, t, queue, 3);
-    auto held = consume(h, t, consume_from(queue), hold_all());
-    REQUIRE(collect_until(h, [&] { return held->deliveries.size() >= 3; }));
+    auto held = consume_held(h, t, consume_from(queue), 3);
     REQUIRE(describe(cancel(h, t, held->consumer_tag)) == success);
     for (const auto& d : held->deliveries)
         CHECK(describe(ack(h, t, d)) == success);

@@ -105,8 +105,7 @@ void transport_check_held_delivery_blocks_the_next(transport_harness<Transport>&
     const auto queue = declare_fresh_queue(h, t, "wm06");
     const auto messages = publish_new_messages(h, t, queue, 2);
 
-    auto log = consume(h, t, consume_from(queue, 1), hold_all());
-    REQUIRE(collect_until(h, [&] { return log->deliveries.size() >= 1; }));
+    auto log = consume_held(h, t, consume_from(queue, 1), 1);
     CHECK(log->deliveries.front().msg.id == messages[0].id);
     h.quiet();
     CHECK(log->deliveries.size() == 1);

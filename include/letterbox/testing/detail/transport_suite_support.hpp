@@ -491,6 +491,16 @@ bool collect_acked(transport_harness<Transport>& h,
 /// What `check_ids` compares: which log counts to use.
 enum class id_source { delivered, acked };
 
+/// Consumes with `options` on `t`, holding every delivery unsettled, until at least `n`
+/// arrived (required). Returns the consumer's log.
+template <transport Transport>
+std::shared_ptr<consumer_log> consume_held(transport_harness<Transport>& h, Transport& t,
+                                           const consume_options& options, std::size_t n) {
+    auto log = consume(h, t, options, hold_all());
+    REQUIRE(collect_until(h, [&] { return log->deliveries.size() >= n; }));
+    return log;
+}
+
 /// Consumes `queue` on `t`, acknowledging every delivery, and checks that `n` distinct
 /// messages were acknowledged (`collect_acked`). Returns the consumer's log.
 template <transport Transport>
