@@ -100,6 +100,27 @@ inline topology::queue suite_queue(const transport_features& features, std::stri
 
 /// Starts an operation with a `void(std::error_code)` completion and runs until it completes.
 /// Returns its error, or `errc::timed_out`.
+/// An exchange declaration for the suite: of `type`, auto-deleted when the features ask queues
+/// to expire (so that runs against a shared broker leave nothing behind).
+inline topology::exchange suite_exchange(const transport_features& features, std::string name,
+                                         topology::exchange_type type) {
+    topology::exchange x;
+    x.name = std::move(name);
+    x.type = type;
+    x.auto_delete = features.queue_expires.has_value();
+    return x;
+}
+
+/// A binding of `destination` to `source` with `routing_key`.
+inline topology::binding suite_binding(std::string source, std::string destination,
+                                       std::string routing_key = {}) {
+    topology::binding b;
+    b.source = std::move(source);
+    b.destination = std::move(destination);
+    b.routing_key = std::move(routing_key);
+    return b;
+}
+
 template <transport Transport, class Initiate>
 std::error_code await_completion(transport_harness<Transport>& h, Initiate&& initiate) {
     auto result = std::make_shared<std::optional<std::error_code>>();
@@ -133,6 +154,16 @@ std::string declare_fresh_queue(transport_harness<Transport>& h, Transport& t,
     auto name = h.unique_name(stem);
     REQUIRE(describe(declare(h, t, suite_queue(h.features, name))) == success);
     return name;
+}
+
+/// Declares an exchange of `type` with a name unique to the call, made from `stem`; requires
+/// success. Returns the declaration.
+template <transport Transport>
+topology::exchange declare_fresh_exchange(transport_harness<Transport>& h, Transport& t,
+                                          std::string_view stem, topology::exchange_type type) {
+    auto x = suite_exchange(h.features, h.unique_name(stem), type);
+    REQUIRE(describe(declare(h, t, x)) == success);
+    return x;
 }
 
 /// Publishers for the concurrent checks (WM-02, WM-11): one transport per publishing thread

@@ -33,18 +33,11 @@ template <transport Transport>
 void transport_check_consumer_groups(transport_harness<Transport>& h) {
     constexpr std::size_t n = 50;
     auto t = h.make();
-    topology::exchange x;
-    x.name = h.unique_name("wm10");
-    x.type = topology::exchange_type::fanout;
-    x.auto_delete = h.features.queue_expires.has_value();
-    REQUIRE(describe(declare(h, t, x)) == success);
+    const auto x = declare_fresh_exchange(h, t, "wm10", topology::exchange_type::fanout);
     std::vector<std::string> groups;
     for (const auto* stem : {"wm10-group-a", "wm10-group-b"}) {
         groups.push_back(declare_fresh_queue(h, t, stem));
-        topology::binding b;
-        b.source = x.name;
-        b.destination = groups.back();
-        REQUIRE(describe(bind(h, t, b)) == success);
+        REQUIRE(describe(bind(h, t, suite_binding(x.name, groups.back()))) == success);
     }
     const auto messages = make_messages(n, x.name, "");
     require_published(h, t, messages);
@@ -60,20 +53,12 @@ void transport_check_consumer_groups(transport_harness<Transport>& h) {
 template <transport Transport>
 void transport_check_routing_isolates_queues(transport_harness<Transport>& h) {
     auto t = h.make();
-    topology::exchange x;
-    x.name = h.unique_name("wm12");
-    x.type = topology::exchange_type::direct;
-    x.auto_delete = h.features.queue_expires.has_value();
-    REQUIRE(describe(declare(h, t, x)) == success);
+    const auto x = declare_fresh_exchange(h, t, "wm12", topology::exchange_type::direct);
     std::vector<std::string> queues;
     std::vector<message> messages;
     for (const auto* key : {"topic-a", "topic-b"}) {
         queues.push_back(declare_fresh_queue(h, t, key));
-        topology::binding b;
-        b.source = x.name;
-        b.destination = queues.back();
-        b.routing_key = key;
-        REQUIRE(describe(bind(h, t, b)) == success);
+        REQUIRE(describe(bind(h, t, suite_binding(x.name, queues.back(), key))) == success);
         messages.push_back(make_messages(1, x.name, key).front());
     }
     require_published(h, t, messages);
@@ -132,15 +117,10 @@ void transport_check_consume_from_missing_queue_is_not_found(transport_harness<T
 template <transport Transport>
 void transport_check_redeclaring_is_idempotent(transport_harness<Transport>& h) {
     auto t = h.make();
-    topology::exchange x;
-    x.name = h.unique_name("redeclare");
-    x.type = topology::exchange_type::topic;
-    x.auto_delete = h.features.queue_expires.has_value();
+    const auto x =
+        suite_exchange(h.features, h.unique_name("redeclare"), topology::exchange_type::topic);
     const auto q = suite_queue(h.features, h.unique_name("redeclare"));
-    topology::binding b;
-    b.source = x.name;
-    b.destination = q.name;
-    b.routing_key = "suite.#";
+    const auto b = suite_binding(x.name, q.name, "suite.#");
     for (int i = 0; i < 2; ++i) {
         INFO("declaration " << i + 1);
         CHECK(describe(declare(h, t, x)) == success);
