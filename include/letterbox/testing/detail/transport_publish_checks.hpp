@@ -114,8 +114,7 @@ void transport_check_publish_subscribe(transport_harness<Transport>& h) {
     const auto queue = declare_fresh_queue(h, publisher, "wm01");
     const auto messages = publish_new_messages(h, publisher, queue, n);
 
-    auto log = consume_acked(h, subscriber, queue, n);
-    check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+    auto log = consume_checked(h, subscriber, queue, messages);
     for (const auto& d : log->deliveries) {
         const auto* m = find_message(messages, d.msg.id);
         REQUIRE(m != nullptr);
@@ -330,9 +329,7 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
     // nothing that was not published.
     for (const auto& id : succeeded)
         CHECK(log->acked.contains(id));
-    const std::set<message_id> published(all.begin(), all.end());
-    for (const auto& [id, times] : log->delivered)
-        CHECK(published.contains(id));
+    check_only_published(all, *log);
 }
 
 /// Concept: `on_delivery` runs only after `async_consume` completed, one delivery at a time.

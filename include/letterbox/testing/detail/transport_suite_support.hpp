@@ -576,6 +576,27 @@ inline void check_ids(const std::vector<message_id>& expected,
         CHECK(twice.empty());
 }
 
+/// Checks that every message `log` received is one of `published` (where some publishes had
+/// an unknown outcome, and may or may not have arrived).
+inline void check_only_published(const std::vector<message_id>& published,
+                                 const consumer_log& log) {
+    const std::set<message_id> known(published.begin(), published.end());
+    for (const auto& [id, times] : log.delivered)
+        CHECK(known.contains(id));
+}
+
+/// `consume_acked` for `messages`, then checks that the consumer acknowledged exactly them
+/// (`check_ids`; one message twice only where the features allow duplicates). Returns the
+/// consumer's log.
+template <transport Transport>
+std::shared_ptr<consumer_log> consume_checked(transport_harness<Transport>& h, Transport& t,
+                                              const std::string& queue,
+                                              const std::vector<message>& messages) {
+    auto log = consume_acked(h, t, queue, messages.size());
+    check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+    return log;
+}
+
 /// The message of `messages` with id `id`, or null.
 inline const message* find_message(const std::vector<message>& messages, const message_id& id) {
     const auto it = std::find_if(messages.begin(), messages.end(),
