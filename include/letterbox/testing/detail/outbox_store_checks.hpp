@@ -49,7 +49,7 @@ inline outbox_entry outbox_event(message_id_generator& ids, std::string aggregat
     e.msg.body += "\xff binary tail";
     e.msg.properties.content_type = "application/octet-stream";
     e.msg.properties.correlation_id = "corr-1";
-    e.msg.properties.timestamp = std::chrono::time_point_cast<std::chrono::seconds>(epoch());
+    e.msg.properties.timestamp = std::chrono::time_point_cast<std::chrono::seconds>(t0);
     e.msg.properties.priority = 3;
     e.aggregate_type = std::move(aggregate_type);
     e.aggregate_id = std::move(aggregate_id);

@@ -26,10 +26,9 @@ using namespace std::chrono_literals;
 using letterbox::testing::detail::describe;
 using letterbox::testing::detail::success;
 
-/// A fixed instant on whole seconds, so that stores keeping milliseconds round-trip it.
-inline store_time epoch() {
-    return store_time{std::chrono::sys_days{std::chrono::year{2024} / 1 / 1}};
-}
+/// The instant every check starts at: fixed, and on whole seconds, so that stores keeping
+/// milliseconds round-trip it.
+inline constexpr store_time t0{std::chrono::sys_days{std::chrono::year{2024} / 1 / 1}};
 
 /// Commits `unit`, which must succeed.
 template <class UnitOfWork>
