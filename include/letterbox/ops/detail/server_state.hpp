@@ -168,6 +168,10 @@ private:
     bool host_allowed(const request& req, const boost::asio::ip::address& local) const;
     bool token_matches(const request& req) const;
     bool authorized(const request& req, const respond_fn& respond) const;
+    // Whether `req` carries the configured token; else responds 403 (`code`, `no_token`) when
+    // none is configured, 401 when it is missing or wrong.
+    bool token_given(const request& req, const respond_fn& respond, std::string_view code,
+                     std::string_view no_token) const;
     bool authorized_read(const request& req, const respond_fn& respond) const;
     /// Responds with `r` if its body fits in the response budget, else with 503.
     void respond_within_budget(const respond_fn& respond, response r) const;
