@@ -245,6 +245,14 @@ LETTERBOX_DECL void server_state::respond_within_budget(const respond_fn& respon
     respond(std::move(r));
 }
 
+LETTERBOX_DECL bool server_state::budget_spent(const respond_fn& respond) const {
+    if (in_flight_ < options_.max_response_bytes_in_flight)
+        return false;
+    respond(route::busy("busy", "the server holds as many bytes of responses not yet read by their "
+                                "clients as it may (max_response_bytes_in_flight); try again"));
+    return true;
+}
+
 LETTERBOX_DECL void server_state::get_readiness(const respond_fn& respond) const {
     bool all = true;
     nlohmann::json checks = nlohmann::json::array();
