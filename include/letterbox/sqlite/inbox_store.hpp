@@ -115,25 +115,19 @@ public:
 
     /// Whether (`consumer_id`, `id`) is recorded (committed).
     bool contains(std::string_view consumer_id, const message_id& id, std::error_code& ec) {
-        ec.clear();
-        if (!db_) {
-            ec = errc::closed;
-            return false;
-        }
-        bool found = false;
         const std::string key = letterbox::to_string(id);
-        ec = db_->run([&](connection& c) -> std::error_code {
-            std::error_code e;
-            auto st = detail::prepare_bound(c,
-                                            "SELECT 1 FROM letterbox_inbox WHERE consumer_id = ?1 "
-                                            "AND message_id = ?2",
-                                            e, consumer_id, key);
-            if (e)
+        return detail::run_for_result<bool>(
+            db_.get(), ec, [&](connection& c, bool& found) -> std::error_code {
+                std::error_code e;
+                auto st = detail::prepare_bound(c,
+                                                "SELECT 1 FROM letterbox_inbox WHERE consumer_id = "
+                                                "?1 AND message_id = ?2",
+                                                e, consumer_id, key);
+                if (e)
+                    return e;
+                found = st->step(e);
                 return e;
-            found = st->step(e);
-            return e;
-        });
-        return !ec && found;
+            });
     }
 
     /// Deletes records stamped before `older_than`; returns how many.
@@ -144,23 +138,17 @@ public:
 
     /// How many records the store holds.
     std::size_t size(std::error_code& ec) {
-        ec.clear();
-        if (!db_) {
-            ec = errc::closed;
-            return 0;
-        }
-        std::size_t n = 0;
-        ec = db_->run([&](connection& c) -> std::error_code {
-            std::error_code e;
-            auto st = c.prepare("SELECT count(*) FROM letterbox_inbox", e);
-            if (e)
-                return e;
-            if (!st->step(e))
-                return e ? e : make_error_code(errc::store_error);
-            n = static_cast<std::size_t>(st->column_int64(0));
-            return {};
-        });
-        return ec ? 0 : n;
+        return detail::run_for_result<std::size_t>(
+            db_.get(), ec, [](connection& c, std::size_t& n) -> std::error_code {
+                std::error_code e;
+                auto st = c.prepare("SELECT count(*) FROM letterbox_inbox", e);
+                if (e)
+                    return e;
+                if (!st->step(e))
+                    return e ? e : make_error_code(errc::store_error);
+                n = static_cast<std::size_t>(st->column_int64(0));
+                return {};
+            });
     }
 
 private:

@@ -161,22 +161,23 @@ public:
     double column_double(int column) const noexcept { return sqlite3_column_double(stmt_, column); }
     /// The column as text (empty for NULL); valid until the next step or reset.
     std::string_view column_text(int column) const noexcept {
-        const auto* text = sqlite3_column_text(stmt_, column);
-        const int size = sqlite3_column_bytes(stmt_, column);
-        return text ? std::string_view(reinterpret_cast<const char*>(text),
-                                       static_cast<std::size_t>(size))
-                    : std::string_view();
+        return column_view(sqlite3_column_text(stmt_, column), column);
     }
     /// The column as bytes (empty for NULL); valid until the next step or reset.
     std::string_view column_blob(int column) const noexcept {
-        const void* data = sqlite3_column_blob(stmt_, column);
+        return column_view(sqlite3_column_blob(stmt_, column), column);
+    }
+
+private:
+    // `data`, the column's value as sqlite3_column_text or _blob returned it, with the column's
+    // size, which SQLite gives only after that call (it may convert the value first).
+    std::string_view column_view(const void* data, int column) const noexcept {
         const int size = sqlite3_column_bytes(stmt_, column);
         return data ? std::string_view(static_cast<const char*>(data),
                                        static_cast<std::size_t>(size))
                     : std::string_view();
     }
 
-private:
     friend class connection;
 
     std::error_code checked(int rc) noexcept {

@@ -3,8 +3,7 @@
 
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/config.hpp>
-
-#include <functional>
+#include <letterbox/testing/detail/store_harness.hpp>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
@@ -18,18 +17,16 @@ struct inbox_store_features {
     bool overlapping_units_of_work = true;
 };
 
-/// What one check of the suite is given: the store under test, a way to begin a unit of work
-/// for it, and the model's features.
+/// What one check of the suite is given: the store under test (`Store& store`), a way to begin
+/// a unit of work for it (`begin()`) and the model's features (`features`). An aggregate:
+/// `{store, begin, features}`.
 template <inbox_store Store>
-struct inbox_store_harness {
-    Store& store;
-    std::function<typename Store::unit_of_work_type()> begin;
-    inbox_store_features features{};
-};
+struct inbox_store_harness : detail::store_harness<Store, inbox_store_features> {};
 
 } // namespace letterbox::testing
 
 #include <letterbox/testing/detail/inbox_store_checks.hpp>
+#include <letterbox/testing/detail/store_suite_case.hpp>
 
 /// Expands the `inbox_store` conformance suite: one Catch2 `TEMPLATE_LIST_TEST_CASE` per
 /// check, each run once per fixture in the `std::tuple` named by `fixtures`.
@@ -87,8 +84,4 @@ struct inbox_store_harness {
                                 "", inbox_check_random_deliveries_record_once_seeded)
 
 #define LETTERBOX_DETAIL_INBOX_CASE(fixtures, name, tags, check)                                   \
-    TEMPLATE_LIST_TEST_CASE("inbox_store conformance: " name, "[conformance][inbox_store]" tags,   \
-                            fixtures) {                                                            \
-        ::letterbox::testing::detail::run_inbox_store_check<TestType>(                             \
-            &::letterbox::testing::detail::check);                                                 \
-    }
+    LETTERBOX_DETAIL_STORE_CASE(inbox_store, run_inbox_store_check, fixtures, name, tags, check)

@@ -3,8 +3,7 @@
 
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/config.hpp>
-
-#include <functional>
+#include <letterbox/testing/detail/store_harness.hpp>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
 
@@ -17,18 +16,16 @@ struct outbox_store_features {
     bool overlapping_units_of_work = true;
 };
 
-/// What one check of the suite is given: the store under test, a way to begin a unit of work
-/// for it, and the model's features.
+/// What one check of the suite is given: the store under test (`Store& store`), a way to begin
+/// a unit of work for it (`begin()`) and the model's features (`features`). An aggregate:
+/// `{store, begin, features}`.
 template <outbox_store Store>
-struct outbox_store_harness {
-    Store& store;
-    std::function<typename Store::unit_of_work_type()> begin;
-    outbox_store_features features{};
-};
+struct outbox_store_harness : detail::store_harness<Store, outbox_store_features> {};
 
 } // namespace letterbox::testing
 
 #include <letterbox/testing/detail/outbox_store_checks.hpp>
+#include <letterbox/testing/detail/store_suite_case.hpp>
 
 /// Expands the `outbox_store` conformance suite: one Catch2 `TEMPLATE_LIST_TEST_CASE` per
 /// check, each run once per fixture in the `std::tuple` named by `fixtures`.
@@ -103,8 +100,4 @@ struct outbox_store_harness {
                                  "[threads]", outbox_check_concurrent_claimers)
 
 #define LETTERBOX_DETAIL_OUTBOX_CASE(fixtures, name, tags, check)                                  \
-    TEMPLATE_LIST_TEST_CASE("outbox_store conformance: " name, "[conformance][outbox_store]" tags, \
-                            fixtures) {                                                            \
-        ::letterbox::testing::detail::run_outbox_store_check<TestType>(                            \
-            &::letterbox::testing::detail::check);                                                 \
-    }
+    LETTERBOX_DETAIL_STORE_CASE(outbox_store, run_outbox_store_check, fixtures, name, tags, check)

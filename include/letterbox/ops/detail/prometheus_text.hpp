@@ -43,11 +43,13 @@ inline bool is_label_name(std::string_view n) noexcept {
     return true;
 }
 
-/// HELP text: `\` becomes `\\` and a line feed `\n`.
-inline void append_help(std::string& out, std::string_view text) {
+/// `text` with `\` written `\\`, a line feed `\n` and, if `quotes`, `"` written `\"`.
+inline void append_escaped(std::string& out, std::string_view text, bool quotes) {
     for (char c : text) {
         if (c == '\\')
             out += "\\\\";
+        else if (quotes && c == '"')
+            out += "\\\"";
         else if (c == '\n')
             out += "\\n";
         else
@@ -55,18 +57,14 @@ inline void append_help(std::string& out, std::string_view text) {
     }
 }
 
+/// HELP text: `\` becomes `\\` and a line feed `\n`.
+inline void append_help(std::string& out, std::string_view text) {
+    append_escaped(out, text, false);
+}
+
 /// A label value: `\` becomes `\\`, `"` becomes `\"` and a line feed `\n`.
 inline void append_label_value(std::string& out, std::string_view text) {
-    for (char c : text) {
-        if (c == '\\')
-            out += "\\\\";
-        else if (c == '"')
-            out += "\\\"";
-        else if (c == '\n')
-            out += "\\n";
-        else
-            out += c;
-    }
+    append_escaped(out, text, true);
 }
 
 /// A sample value as Prometheus reads it: `+Inf`, `-Inf`, `NaN`, integers without a fraction,

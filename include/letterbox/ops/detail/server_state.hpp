@@ -168,9 +168,16 @@ private:
     bool host_allowed(const request& req, const boost::asio::ip::address& local) const;
     bool token_matches(const request& req) const;
     bool authorized(const request& req, const respond_fn& respond) const;
+    // Whether `req` carries the configured token; else responds 403 (`code`, `no_token`) when
+    // none is configured, 401 when it is missing or wrong.
+    bool token_given(const request& req, const respond_fn& respond, std::string_view code,
+                     std::string_view no_token) const;
     bool authorized_read(const request& req, const respond_fn& respond) const;
     /// Responds with `r` if its body fits in the response budget, else with 503.
     void respond_within_budget(const respond_fn& respond, response r) const;
+    /// Whether the response budget is already spent on responses clients have not read; if so,
+    /// responds 503 (a listing would not fit).
+    bool budget_spent(const respond_fn& respond) const;
     dlq_endpoint* find_dlq(const std::string& queue) const;
     void get_readiness(const respond_fn& respond) const;
     void get_metrics(const respond_fn& respond) const;

@@ -281,23 +281,39 @@ inline void pooled_connection::reset() noexcept {
     pool_ = nullptr;
 }
 
-/// A write transaction (`BEGIN IMMEDIATE`) on a connection, rolled back unless committed.
-class write_transaction {
+/// What write_transaction and read_transaction share: a transaction on a connection that
+/// `open` begins, rolled back on destruction unless it was ended.
+class scoped_transaction {
 public:
-    explicit write_transaction(connection& c) noexcept
+    scoped_transaction(const scoped_transaction&) = delete;
+    scoped_transaction& operator=(const scoped_transaction&) = delete;
+
+protected:
+    explicit scoped_transaction(connection& c) noexcept
         : conn_(c) {}
-    write_transaction(const write_transaction&) = delete;
-    write_transaction& operator=(const write_transaction&) = delete;
-    ~write_transaction() {
+    ~scoped_transaction() {
         if (open_)
             rollback_quietly(conn_);
     }
 
-    std::error_code begin() {
-        auto ec = exec_cached(conn_, "BEGIN IMMEDIATE");
+    /// Runs `begin_sql` (`BEGIN` or `BEGIN IMMEDIATE`); the transaction is open if it succeeded.
+    std::error_code open(std::string_view begin_sql) {
+        auto ec = exec_cached(conn_, begin_sql);
         open_ = !ec;
         return ec;
     }
+
+    connection& conn_;
+    bool open_ = false;
+};
+
+/// A write transaction (`BEGIN IMMEDIATE`) on a connection, rolled back unless committed.
+class write_transaction : scoped_transaction {
+public:
+    explicit write_transaction(connection& c) noexcept
+        : scoped_transaction(c) {}
+
+    std::error_code begin() { return open("BEGIN IMMEDIATE"); }
     std::error_code commit() {
         auto ec = exec_cached(conn_, "COMMIT");
         if (ec)
@@ -305,33 +321,32 @@ public:
         open_ = false;
         return ec;
     }
-
-private:
-    connection& conn_;
-    bool open_ = false;
 };
 
 /// A read transaction (`BEGIN`), so that several SELECTs see one snapshot.
-class read_transaction {
+class read_transaction : scoped_transaction {
 public:
     explicit read_transaction(connection& c) noexcept
-        : conn_(c) {}
-    read_transaction(const read_transaction&) = delete;
-    read_transaction& operator=(const read_transaction&) = delete;
-    ~read_transaction() {
-        if (open_)
-            rollback_quietly(conn_);
-    }
-    std::error_code begin() {
-        auto ec = exec_cached(conn_, "BEGIN");
-        open_ = !ec;
-        return ec;
-    }
+        : scoped_transaction(c) {}
 
-private:
-    connection& conn_;
-    bool open_ = false;
+    std::error_code begin() { return open("BEGIN"); }
 };
+
+/// Runs `op` as one operation of `db` (retried while the database is busy): `op(c, result)`
+/// computes a `Result` into `result` on the connection `c` and returns its error. Returns what
+/// `op` computed, or `Result{}` on failure, with `ec` saying why (`errc::closed` without a
+/// database): the shape of every store read that answers one value.
+template <class Result, class Op>
+Result run_for_result(database_state* db, std::error_code& ec, Op op) {
+    ec.clear();
+    if (!db) {
+        ec = errc::closed;
+        return Result{};
+    }
+    Result result{};
+    ec = db->run([&](connection& c) -> std::error_code { return op(c, result); });
+    return ec ? Result{} : result;
+}
 
 /// Runs `sql`, a write whose only parameter `?1` is the time `at`, in its own operation of
 /// `db` (retried while the database is busy), and returns how many rows it changed: the shape
@@ -339,23 +354,17 @@ private:
 /// database; 0 on failure.
 inline std::size_t count_changes_at(database_state* db, std::string_view sql, store_time at,
                                     std::error_code& ec) {
-    ec.clear();
-    if (!db) {
-        ec = errc::closed;
-        return 0;
-    }
-    std::size_t changed = 0;
-    ec = db->run([&](connection& c) -> std::error_code {
-        std::error_code e;
-        auto st = prepare_bound(c, sql, e, to_column(at));
-        if (e)
-            return e;
-        if (auto failed = st->execute())
-            return failed;
-        changed = static_cast<std::size_t>(c.changes());
-        return {};
-    });
-    return ec ? 0 : changed;
+    return run_for_result<std::size_t>(db, ec,
+                                       [&](connection& c, std::size_t& changed) -> std::error_code {
+                                           std::error_code e;
+                                           auto st = prepare_bound(c, sql, e, to_column(at));
+                                           if (e)
+                                               return e;
+                                           if (auto failed = st->execute())
+                                               return failed;
+                                           changed = static_cast<std::size_t>(c.changes());
+                                           return {};
+                                       });
 }
 
 } // namespace letterbox::sqlite::detail

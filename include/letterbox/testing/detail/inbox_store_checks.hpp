@@ -68,17 +68,12 @@ void record_committed(inbox_store_harness<Store>& h, std::string_view consumer,
 template <class Fixture>
 void run_inbox_store_check(
     void (*check)(inbox_store_harness<store_suite::fixture_store_t<Fixture>>&)) {
-    using store_type = store_suite::fixture_store_t<Fixture>;
-    auto ctx = Fixture::make();
-    inbox_store_harness<store_type> h{ctx.store(), [&ctx] { return ctx.begin(); },
-                                      store_suite::features_of<Fixture, inbox_store_features>()};
-    check(h);
+    store_suite::run_check<Fixture>(check);
 }
 
 template <inbox_store Store>
 void inbox_check_first_record_wins(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{201};
     const auto id = ids();
     CHECK(size_of(h) == 0);
@@ -98,7 +93,6 @@ void inbox_check_first_record_wins(inbox_store_harness<Store>& h) {
 template <inbox_store Store>
 void inbox_check_duplicate_after_commit(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{202};
     const auto id = ids();
     const auto other = ids();
@@ -117,7 +111,6 @@ void inbox_check_duplicate_after_commit(inbox_store_harness<Store>& h) {
 template <inbox_store Store>
 void inbox_check_duplicate_within_unit(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{203};
     const auto id = ids();
 
@@ -137,7 +130,6 @@ void inbox_check_savepoints_keep_or_discard_records(inbox_store_harness<Store>& 
     using namespace store_suite;
     using unit = typename Store::unit_of_work_type;
     if constexpr (savepoint_unit_of_work<unit>) {
-        const auto t0 = epoch();
         message_id_generator ids{213};
         const auto kept = ids();
         const auto dropped = ids();
@@ -171,7 +163,6 @@ void inbox_check_overlapping_units_one_commits(inbox_store_harness<Store>& h) {
         WARN("no overlapping units of work: checked by the [threads] case only");
         return;
     }
-    const auto t0 = epoch();
     message_id_generator ids{204};
     const auto id = ids();
     const auto side = ids();
@@ -195,7 +186,6 @@ void inbox_check_overlapping_units_one_commits(inbox_store_harness<Store>& h) {
 template <inbox_store Store>
 void inbox_check_concurrent_threads_one_commits(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{205};
     enum class outcome { committed, duplicate_at_record, duplicate_at_commit, error };
 
@@ -250,7 +240,6 @@ void inbox_check_concurrent_threads_one_commits(inbox_store_harness<Store>& h) {
 template <inbox_store Store>
 void inbox_check_rollback_removes_record(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{206};
     const auto id = ids();
     {
@@ -273,7 +262,6 @@ void inbox_check_rollback_removes_record(inbox_store_harness<Store>& h) {
 template <inbox_store Store>
 void inbox_check_finished_unit_of_work_is_closed(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{207};
     const auto id = ids();
     auto u = h.begin();
@@ -286,7 +274,6 @@ void inbox_check_finished_unit_of_work_is_closed(inbox_store_harness<Store>& h) 
 template <inbox_store Store>
 void inbox_check_keys_are_per_consumer(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{208};
     const auto id = ids();
     record_committed(h, "billing", id, t0);
@@ -303,7 +290,6 @@ void inbox_check_keys_are_per_consumer(inbox_store_harness<Store>& h) {
 template <inbox_store Store>
 void inbox_check_nil_id_is_refused(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{210};
     const message_id nil{};
     for (int copy = 0; copy < 3; ++copy) {
@@ -324,7 +310,6 @@ void inbox_check_nil_id_is_refused(inbox_store_harness<Store>& h) {
 template <inbox_store Store>
 void inbox_check_purge_by_age(inbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{209};
     const auto old_id = ids();
     const auto mid_id = ids();
@@ -381,7 +366,7 @@ void inbox_check_random_deliveries_record_once(inbox_store_harness<Store>& h, st
 
     const auto before = size_of(h);
     std::vector<int> effects(keys.size(), 0);
-    auto now = epoch();
+    auto now = t0;
     for (std::size_t step = 0; step < deliveries.size(); ++step) {
         REQUIRE(step < 10000);
         const auto k = deliveries[step];

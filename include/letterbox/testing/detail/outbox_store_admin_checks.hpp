@@ -27,7 +27,6 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 template <outbox_store Store>
 void outbox_check_purge_published_by_retention(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{115};
     std::vector<outbox_entry> es;
     for (int i = 0; i < 5; ++i)
@@ -58,7 +57,6 @@ void outbox_check_purge_published_by_retention(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_stats(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{116};
     CHECK(stats_at(h, t0) == outbox_stats{});
 
@@ -86,7 +84,6 @@ void outbox_check_stats(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_list_filters_and_pages(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{117};
     std::vector<outbox_entry> es;
     for (int i = 0; i < 7; ++i)

@@ -49,7 +49,7 @@ inline outbox_entry outbox_event(message_id_generator& ids, std::string aggregat
     e.msg.body += "\xff binary tail";
     e.msg.properties.content_type = "application/octet-stream";
     e.msg.properties.correlation_id = "corr-1";
-    e.msg.properties.timestamp = std::chrono::time_point_cast<std::chrono::seconds>(epoch());
+    e.msg.properties.timestamp = std::chrono::time_point_cast<std::chrono::seconds>(t0);
     e.msg.properties.priority = 3;
     e.aggregate_type = std::move(aggregate_type);
     e.aggregate_id = std::move(aggregate_id);
@@ -185,11 +185,7 @@ inline std::vector<message_id> ids_of(std::initializer_list<const outbox_entry*>
 template <class Fixture>
 void run_outbox_store_check(
     void (*check)(outbox_store_harness<store_suite::fixture_store_t<Fixture>>&)) {
-    using store_type = store_suite::fixture_store_t<Fixture>;
-    auto ctx = Fixture::make();
-    outbox_store_harness<store_type> h{ctx.store(), [&ctx] { return ctx.begin(); },
-                                       store_suite::features_of<Fixture, outbox_store_features>()};
-    check(h);
+    store_suite::run_check<Fixture>(check);
 }
 
 } // namespace letterbox::testing::detail

@@ -31,7 +31,6 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 template <outbox_store Store>
 void outbox_check_claim_returns_creation_order(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{106};
     std::vector<outbox_entry> first, second;
     for (int i = 0; i < 3; ++i)
@@ -64,7 +63,6 @@ void outbox_check_claim_returns_creation_order(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_claim_honours_next_attempt_time(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{107};
     const auto e = outbox_event(ids, "order", "1");
     add_committed(h, {e}, t0);
@@ -84,7 +82,6 @@ void outbox_check_claim_honours_next_attempt_time(outbox_store_harness<Store>& h
 template <outbox_store Store>
 void outbox_check_lease_excludes_other_owners(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{108};
     const auto e = outbox_event(ids, "order", "1");
     add_committed(h, {e}, t0);
@@ -108,7 +105,6 @@ void outbox_check_lease_excludes_other_owners(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_release_expired_leases(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{109};
     const auto [e1, e2] = log_events<2>(ids);
     add_committed(h, {e1, e2}, t0);
@@ -132,7 +128,6 @@ void outbox_check_release_expired_leases(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_per_aggregate_order(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{110};
     const auto a1 = outbox_event(ids, "order", "A");
     const auto b1 = outbox_event(ids, "order", "B");
@@ -160,7 +155,6 @@ void outbox_check_per_aggregate_order(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_parked_event_blocks_its_aggregate(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{111};
     const auto a1 = outbox_event(ids, "order", "A");
     const auto a2 = outbox_event(ids, "order", "A");
@@ -189,7 +183,6 @@ void outbox_check_parked_event_blocks_its_aggregate(outbox_store_harness<Store>&
 template <outbox_store Store>
 void outbox_check_event_added_behind_unconfirmed_head_waits(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{120};
     const auto a1 = outbox_event(ids, "order", "A");
     add_committed(h, {a1}, t0);
@@ -226,7 +219,6 @@ void outbox_check_event_added_behind_unconfirmed_head_waits(outbox_store_harness
 template <outbox_store Store>
 void outbox_check_concurrent_claimers(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{118};
     constexpr int aggregates = 20;
     constexpr int events_per_aggregate = 10;

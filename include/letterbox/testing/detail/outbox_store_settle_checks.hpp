@@ -28,7 +28,6 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 template <outbox_store Store>
 void outbox_check_mark_published_requires_lease_owner(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{112};
     const auto [e1, e2] = log_events<2>(ids);
     const auto unknown = ids();
@@ -61,7 +60,6 @@ void outbox_check_mark_published_batch(outbox_store_harness<Store>& h) {
         return;
     } else {
         using namespace store_suite;
-        const auto t0 = epoch();
         message_id_generator ids{119};
         const auto a1 = outbox_event(ids, "order", "A");
         const auto a2 = outbox_event(ids, "order", "A");
@@ -109,7 +107,6 @@ void outbox_check_mark_published_batch(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_record_failure_counts_and_parks(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{113};
     const auto e = outbox_event(ids, "order", "1");
     add_committed(h, {e}, t0);
@@ -149,7 +146,6 @@ void outbox_check_record_failure_counts_and_parks(outbox_store_harness<Store>& h
 template <outbox_store Store>
 void outbox_check_park_and_unpark(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{114};
     const auto [e1, e2, e3] = log_events<3>(ids);
     const auto unknown = ids();

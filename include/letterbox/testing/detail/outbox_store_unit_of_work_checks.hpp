@@ -25,7 +25,6 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 template <outbox_store Store>
 void outbox_check_add_is_invisible_until_commit(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{101};
     const auto e = outbox_event(ids, "order", "42");
     std::error_code ec;
@@ -68,7 +67,6 @@ void outbox_check_add_is_invisible_until_commit(outbox_store_harness<Store>& h) 
 template <outbox_store Store>
 void outbox_check_rollback_leaves_no_trace(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{102};
     const auto e1 = outbox_event(ids, "order", "1");
     const auto e2 = outbox_event(ids, "order", "2");
@@ -97,7 +95,6 @@ void outbox_check_rollback_leaves_no_trace(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_on_commit_runs_only_after_commit(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{103};
     const auto e1 = outbox_event(ids, "order", "1");
     const auto e2 = outbox_event(ids, "order", "2");
@@ -128,7 +125,6 @@ void outbox_check_on_commit_runs_only_after_commit(outbox_store_harness<Store>& 
 template <outbox_store Store>
 void outbox_check_finished_unit_of_work_is_closed(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{104};
     const auto e1 = outbox_event(ids, "order", "1");
     const auto e2 = outbox_event(ids, "order", "2");
@@ -151,7 +147,6 @@ void outbox_check_finished_unit_of_work_is_closed(outbox_store_harness<Store>& h
 template <outbox_store Store>
 void outbox_check_malformed_payload_is_refused(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{112};
     auto bad = outbox_event(ids, "order", "1");
     bad.msg.properties.content_type = "application/json";
@@ -172,7 +167,6 @@ void outbox_check_malformed_payload_is_refused(outbox_store_harness<Store>& h) {
 template <outbox_store Store>
 void outbox_check_duplicate_message_id_is_refused(outbox_store_harness<Store>& h) {
     using namespace store_suite;
-    const auto t0 = epoch();
     message_id_generator ids{105};
     const auto e1 = outbox_event(ids, "order", "1", "first");
     auto e1_again = outbox_event(ids, "order", "1", "second");

@@ -26,10 +26,9 @@ using namespace std::chrono_literals;
 using letterbox::testing::detail::describe;
 using letterbox::testing::detail::success;
 
-/// A fixed instant on whole seconds, so that stores keeping milliseconds round-trip it.
-inline store_time epoch() {
-    return store_time{std::chrono::sys_days{std::chrono::year{2024} / 1 / 1}};
-}
+/// The instant every check starts at: fixed, and on whole seconds, so that stores keeping
+/// milliseconds round-trip it.
+inline constexpr store_time t0{std::chrono::sys_days{std::chrono::year{2024} / 1 / 1}};
 
 /// Commits `unit`, which must succeed.
 template <class UnitOfWork>
@@ -55,6 +54,15 @@ constexpr Features features_of() {
         return Features{Fixture::features};
     else
         return Features{};
+}
+
+/// Runs `check` against a fresh context of `Fixture`, in the harness `check` takes.
+template <class Fixture, class Harness>
+void run_check(void (*check)(Harness&)) {
+    auto ctx = Fixture::make();
+    Harness h{{ctx.store(), [&ctx] { return ctx.begin(); },
+               features_of<Fixture, decltype(Harness::features)>()}};
+    check(h);
 }
 
 } // namespace letterbox::testing::detail::store_suite

@@ -48,8 +48,7 @@ void transport_check_no_loss_when_consumers_stop(transport_harness<Transport>& h
     const auto sizes = sizes_for(h.features.size);
     auto publisher = h.make();
     const auto queue = declare_fresh_queue(h, publisher, "wm07");
-    const auto messages = make_messages(sizes.resumed_messages, "", queue);
-    require_published(h, publisher, messages);
+    const auto messages = publish_new_messages(h, publisher, queue, sizes.resumed_messages);
 
     std::vector<std::shared_ptr<consumer_log>> logs;
     const auto all_acked = [&] {
@@ -98,12 +97,9 @@ void transport_check_concurrent_close(transport_harness<Transport>& h) {
         CHECK(describe(ec) == success);
 
     auto publisher = h.make();
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, publisher, messages);
+    const auto messages = publish_new_messages(h, publisher, queue, n);
     auto reader = h.make();
-    auto log = consume(h, reader, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, n));
-    check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+    consume_checked(h, reader, queue, messages);
     for (const auto& l : logs)
         CHECK(l->acked.empty());
 }
@@ -115,10 +111,8 @@ template <transport Transport>
 void transport_check_settling_after_close_fails(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "wm13");
-    const auto messages = make_messages(2, "", queue);
-    require_published(h, t, messages);
-    auto log = consume(h, t, consume_from(queue), hold_all());
-    REQUIRE(collect_until(h, [&] { return log->deliveries.size() >= 2; }));
+    const auto messages = publish_new_messages(h, t, queue, 2);
+    auto log = consume_held(h, t, consume_from(queue), 2);
     CHECK(describe(ack(h, t, log->deliveries[0])) == success);
     CHECK(describe(close(h, t)) == success);
     CHECK(describe(ack(h, t, log->deliveries[1])) != success);
@@ -141,8 +135,7 @@ void transport_check_cancel_right_after_consume(transport_harness<Transport>& h)
     constexpr std::size_t n = 20;
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "wm14");
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, n);
 
     auto options = consume_from(queue);
     options.consumer_tag = h.unique_name("wm14-consumer");
@@ -163,9 +156,7 @@ void transport_check_cancel_right_after_consume(transport_harness<Transport>& h)
     h.quiet();
     CHECK(first->deliveries.size() == *seen_at_cancel);
 
-    auto second = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {second}, n));
-    check_ids(ids_of(messages), {second}, id_source::acked, !h.features.exactly_once_delivery);
+    consume_checked(h, t, queue, messages);
 }
 
 /// WM-15 TestReconnect: the broker restarts twice during a publish stream; every publish that
@@ -273,9 +264,7 @@ void transport_check_publish_through_broker_restarts(transport_harness<Transport
     for (const auto& id : s->succeeded)
         missing += log->acked.contains(id) ? 0 : 1;
     CHECK(missing == 0);
-    const std::set<message_id> published(all.begin(), all.end());
-    for (const auto& [id, times] : log->delivered)
-        CHECK(published.contains(id));
+    check_only_published(all, *log);
 }
 
 /// Concept: `async_close` is idempotent.
@@ -322,8 +311,7 @@ void transport_check_close_completes_pending_publishes(transport_harness<Transpo
         if (!o.front())
             succeeded.push_back(m.id);
     }
-    auto log = consume(h, admin, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, succeeded.size()));
+    auto log = consume_acked(h, admin, queue, succeeded.size());
     for (const auto& id : succeeded)
         CHECK(log->acked.contains(id));
 }
@@ -334,16 +322,12 @@ template <transport Transport>
 void transport_check_close_requeues_unacked(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "close-requeue");
-    const auto messages = make_messages(2, "", queue);
-    require_published(h, t, messages);
-    auto held = consume(h, t, consume_from(queue), hold_all());
-    REQUIRE(collect_until(h, [&] { return held->deliveries.size() >= 2; }));
+    const auto messages = publish_new_messages(h, t, queue, 2);
+    auto held = consume_held(h, t, consume_from(queue), 2);
     REQUIRE(describe(close(h, t)) == success);
 
     auto other = h.make();
-    auto log = consume(h, other, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, 2));
-    check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+    auto log = consume_checked(h, other, queue, messages);
     for (const auto& d : log->deliveries)
         CHECK(d.redelivered);
     REQUIRE(describe(publish(h, other, make_messages(1, "", queue).front())) == success);
@@ -357,18 +341,14 @@ template <transport Transport>
 void transport_check_cancel_keeps_deliveries_settleable(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "cancel");
-    const auto messages = make_messages(3, "", queue);
-    require_published(h, t, messages);
-    auto held = consume(h, t, consume_from(queue), hold_all());
-    REQUIRE(collect_until(h, [&] { return held->deliveries.size() >= 3; }));
+    const auto messages = publish_new_messages(h, t, queue, 3);
+    auto held = consume_held(h, t, consume_from(queue), 3);
     REQUIRE(describe(cancel(h, t, held->consumer_tag)) == success);
     for (const auto& d : held->deliveries)
         CHECK(describe(ack(h, t, d)) == success);
 
-    const auto later = make_messages(1, "", queue);
-    require_published(h, t, later);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, 1));
+    const auto later = publish_new_messages(h, t, queue, 1);
+    auto log = consume_acked(h, t, queue, 1);
     h.quiet();
     CHECK(held->deliveries.size() == 3);
     check_ids(ids_of(later), {log}, id_source::acked, false);

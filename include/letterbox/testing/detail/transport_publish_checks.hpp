@@ -30,7 +30,6 @@
 #include <set>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -113,12 +112,9 @@ void transport_check_publish_subscribe(transport_harness<Transport>& h) {
     auto publisher = h.make();
     auto subscriber = h.make();
     const auto queue = declare_fresh_queue(h, publisher, "wm01");
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, publisher, messages);
+    const auto messages = publish_new_messages(h, publisher, queue, n);
 
-    auto log = consume(h, subscriber, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, n));
-    check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+    auto log = consume_checked(h, subscriber, queue, messages);
     for (const auto& d : log->deliveries) {
         const auto* m = find_message(messages, d.msg.id);
         REQUIRE(m != nullptr);
@@ -145,34 +141,28 @@ void transport_check_concurrent_publishers_competing_consumers(transport_harness
     const auto queue = declare_fresh_queue(h, admin, "wm02");
 
     auto fleet = make_publisher_fleet(h, queue, sizes.publishers, sizes.messages_per_publisher);
-    auto& publishers = fleet.publishers;
-    auto& batches = fleet.batches;
-    auto& all = fleet.ids;
+    const auto& all = fleet.ids;
     struct outcome {
         std::mutex mutex;
         std::size_t completed = 0;
         std::vector<std::error_code> failures;
     };
     auto out = std::make_shared<outcome>();
-    {
-        std::vector<std::thread> threads;
-        for (std::size_t p = 0; p < sizes.publishers; ++p)
-            threads.emplace_back([&, p] {
-                for (const auto& m : batches[p])
-                    publishers[p].async_publish(m, [out](std::error_code ec) {
-                        std::lock_guard lock(out->mutex);
-                        ++out->completed;
-                        if (ec)
-                            out->failures.push_back(ec);
-                    });
-            });
-        h.wait([&] {
+    publish_from_threads(
+        h, fleet,
+        [out](Transport& publisher, const std::vector<message>& batch) {
+            for (const auto& m : batch)
+                publisher.async_publish(m, [out](std::error_code ec) {
+                    std::lock_guard lock(out->mutex);
+                    ++out->completed;
+                    if (ec)
+                        out->failures.push_back(ec);
+                });
+        },
+        [&] {
             std::lock_guard lock(out->mutex);
             return out->completed == all.size();
         });
-        for (auto& thread : threads)
-            thread.join();
-    }
     {
         std::lock_guard lock(out->mutex);
         INFO("first failure: " << (out->failures.empty() ? std::string(success)
@@ -289,9 +279,7 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
     auto admin = h.make();
     const auto queue = declare_fresh_queue(h, admin, "wm11");
     auto fleet = make_publisher_fleet(h, queue, sizes.publishers, sizes.messages_per_publisher);
-    auto& publishers = fleet.publishers;
-    auto& batches = fleet.batches;
-    auto& all = fleet.ids;
+    const auto& all = fleet.ids;
     struct outcome {
         std::mutex mutex;
         std::map<message_id, std::vector<std::error_code>> publishes;
@@ -299,28 +287,24 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
         std::size_t completed = 0;
     };
     auto out = std::make_shared<outcome>();
-    {
-        std::vector<std::thread> threads;
-        for (std::size_t p = 0; p < sizes.publishers; ++p)
-            threads.emplace_back([&, p] {
-                for (const auto& m : batches[p])
-                    publishers[p].async_publish(m, [out, id = m.id](std::error_code ec) {
-                        std::lock_guard lock(out->mutex);
-                        out->publishes[id].push_back(ec);
-                        ++out->completed;
-                    });
-                publishers[p].async_close([out](std::error_code ec) {
+    publish_from_threads(
+        h, fleet,
+        [out](Transport& publisher, const std::vector<message>& batch) {
+            for (const auto& m : batch)
+                publisher.async_publish(m, [out, id = m.id](std::error_code ec) {
                     std::lock_guard lock(out->mutex);
-                    out->closes.push_back(ec);
+                    out->publishes[id].push_back(ec);
+                    ++out->completed;
                 });
+            publisher.async_close([out](std::error_code ec) {
+                std::lock_guard lock(out->mutex);
+                out->closes.push_back(ec);
             });
-        h.wait([&] {
+        },
+        [&] {
             std::lock_guard lock(out->mutex);
             return out->completed == all.size() && out->closes.size() == sizes.publishers;
         });
-        for (auto& thread : threads)
-            thread.join();
-    }
     std::vector<message_id> succeeded;
     {
         std::lock_guard lock(out->mutex);
@@ -340,15 +324,12 @@ void transport_check_publisher_close_after_concurrent_publishes(transport_harnes
     }
     INFO(succeeded.size() << " of " << all.size() << " publishes succeeded");
     auto reader = h.make();
-    auto log = consume(h, reader, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, succeeded.size()));
+    auto log = consume_acked(h, reader, queue, succeeded.size());
     // Outcome-unknown publishes may or may not have arrived: the log holds every success and
     // nothing that was not published.
     for (const auto& id : succeeded)
         CHECK(log->acked.contains(id));
-    const std::set<message_id> published(all.begin(), all.end());
-    for (const auto& [id, times] : log->delivered)
-        CHECK(published.contains(id));
+    check_only_published(all, *log);
 }
 
 /// Concept: `on_delivery` runs only after `async_consume` completed, one delivery at a time.
@@ -356,10 +337,8 @@ template <transport Transport>
 void transport_check_deliveries_follow_consume_completion(transport_harness<Transport>& h) {
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "consume-order");
-    const auto messages = make_messages(5, "", queue);
-    require_published(h, t, messages);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, messages.size()));
+    const auto messages = publish_new_messages(h, t, queue, 5);
+    auto log = consume_acked(h, t, queue, messages.size());
     CHECK(log->early_deliveries == 0);
     CHECK(log->reentered == 0);
 }

@@ -36,23 +36,15 @@ void transport_check_get_fetches_in_order_until_empty(transport_harness<Transpor
     } else {
         auto t = h.make();
         const auto queue = declare_fresh_queue(h, t, "get-order");
-        const auto empty = get(h, t, queue);
-        CHECK(describe(empty.ec) == success);
-        CHECK_FALSE(empty.d.has_value());
+        check_get_finds_empty(h, t, queue);
 
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 3);
         std::vector<delivery> got;
         for (std::size_t i = 0; i < messages.size(); ++i) {
             INFO("get " << i);
-            auto r = get(h, t, queue);
-            REQUIRE(describe(r.ec) == success);
-            REQUIRE(r.d.has_value());
-            got.push_back(std::move(*r.d));
+            got.push_back(require_get(h, t, queue));
         }
-        const auto after = get(h, t, queue);
-        CHECK(describe(after.ec) == success);
-        CHECK_FALSE(after.d.has_value());
+        check_get_finds_empty(h, t, queue);
 
         for (std::size_t i = 0; i < got.size(); ++i) {
             INFO("delivery " << i);
@@ -66,9 +58,7 @@ void transport_check_get_fetches_in_order_until_empty(transport_harness<Transpor
             CHECK_FALSE(got[i].redelivered);
             CHECK(describe(ack(h, t, got[i])) == success);
         }
-        const auto depth = queue_depth(h, t, queue);
-        CHECK(describe(depth.ec) == success);
-        CHECK(depth.ready == 0);
+        check_ready(queue_depth(h, t, queue), 0);
         h.quiet();
         const auto later = get(h, t, queue);
         CHECK_FALSE(later.d.has_value());
@@ -87,33 +77,24 @@ void transport_check_get_then_nack_requeues(transport_harness<Transport>& h) {
             LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
         auto t = h.make();
         const auto queue = declare_fresh_queue(h, t, "get-nack");
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 3);
 
-        auto first = get(h, t, queue);
-        REQUIRE(describe(first.ec) == success);
-        REQUIRE(first.d.has_value());
-        auto second = get(h, t, queue);
-        REQUIRE(describe(second.ec) == success);
-        REQUIRE(second.d.has_value());
+        const auto first = require_get(h, t, queue);
+        const auto second = require_get(h, t, queue);
         // Back in reverse order: a classic queue still restores the original order.
-        CHECK(describe(nack(h, t, *second.d, true)) == success);
-        CHECK(describe(nack(h, t, *first.d, true)) == success);
+        CHECK(describe(nack(h, t, second, true)) == success);
+        CHECK(describe(nack(h, t, first, true)) == success);
 
         std::vector<delivery> again;
-        for (std::size_t i = 0; i < messages.size(); ++i) {
-            auto r = get(h, t, queue);
-            REQUIRE(describe(r.ec) == success);
-            REQUIRE(r.d.has_value());
-            again.push_back(std::move(*r.d));
-        }
+        for (std::size_t i = 0; i < messages.size(); ++i)
+            again.push_back(require_get(h, t, queue));
         std::set<message_id> ids;
         for (const auto& d : again)
             ids.insert(d.msg.id);
         const auto published = ids_of(messages);
         CHECK(ids == std::set<message_id>(published.begin(), published.end()));
         for (const auto& d : again) {
-            const bool was_fetched = d.msg.id == first.d->msg.id || d.msg.id == second.d->msg.id;
+            const bool was_fetched = d.msg.id == first.msg.id || d.msg.id == second.msg.id;
             CHECK(d.redelivered == was_fetched);
         }
         if (h.features.guaranteed_order)
@@ -125,9 +106,7 @@ void transport_check_get_then_nack_requeues(transport_harness<Transport>& h) {
         CHECK(describe(reject) == success);
         CHECK(describe(ack(h, t, again[1])) == success);
         CHECK(describe(nack(h, t, again[2], true)) == success);
-        const auto depth = queue_depth_settled(h, t, queue, 1);
-        CHECK(describe(depth.ec) == success);
-        CHECK(depth.ready == 1);
+        check_ready(queue_depth_settled(h, t, queue, 1), 1);
     }
 }
 
@@ -140,18 +119,12 @@ void transport_check_unsettled_gets_return_on_close(transport_harness<Transport>
     } else {
         auto admin = h.make();
         const auto queue = declare_fresh_queue(h, admin, "get-close");
-        const auto messages = make_messages(2, "", queue);
-        require_published(h, admin, messages);
+        const auto messages = publish_new_messages(h, admin, queue, 2);
 
         auto t = h.make();
-        for (std::size_t i = 0; i < messages.size(); ++i) {
-            auto r = get(h, t, queue);
-            REQUIRE(describe(r.ec) == success);
-            REQUIRE(r.d.has_value());
-        }
-        const auto held = queue_depth(h, admin, queue);
-        CHECK(describe(held.ec) == success);
-        CHECK(held.ready == 0); // unacknowledged messages are not ready
+        for (std::size_t i = 0; i < messages.size(); ++i)
+            require_get(h, t, queue);
+        check_ready(queue_depth(h, admin, queue), 0); // unacknowledged messages are not ready
         REQUIRE(describe(close(h, t)) == success);
 
         // The requeue may trail the close's completion on a real broker: look a few times.
@@ -162,9 +135,7 @@ void transport_check_unsettled_gets_return_on_close(transport_harness<Transport>
             ready = queue_depth(h, admin, queue).ready;
         }
         CHECK(ready == messages.size());
-        auto log = consume(h, admin, consume_from(queue), ack_all());
-        CHECK(collect_acked(h, {log}, messages.size()));
-        check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+        auto log = consume_checked(h, admin, queue, messages);
         for (const auto& d : log->deliveries)
             CHECK(d.redelivered);
     }
@@ -180,36 +151,25 @@ void transport_check_depth_and_missing_queues(transport_harness<Transport>& h) {
     } else {
         auto t = h.make();
         const auto queue = declare_fresh_queue(h, t, "depth");
-        const auto zero = queue_depth(h, t, queue);
-        CHECK(describe(zero.ec) == success);
-        CHECK(zero.ready == 0);
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
-        const auto three = queue_depth(h, t, queue);
-        CHECK(describe(three.ec) == success);
-        CHECK(three.ready == 3);
+        check_ready(queue_depth(h, t, queue), 0);
+        const auto messages = publish_new_messages(h, t, queue, 3);
+        check_ready(queue_depth(h, t, queue), 3);
 
-        auto held = get(h, t, queue);
-        REQUIRE(describe(held.ec) == success);
-        REQUIRE(held.d.has_value());
+        const auto held = require_get(h, t, queue);
 
         const auto missing = h.unique_name("no-such-queue");
         CHECK(describe(queue_depth(h, t, missing).ec) == describe(errc::not_found));
         CHECK(describe(get(h, t, missing).ec) == describe(errc::not_found));
 
-        const auto two = queue_depth(h, t, queue);
-        CHECK(describe(two.ec) == success);
-        CHECK(two.ready == 2);
+        check_ready(queue_depth(h, t, queue), 2);
         // The held delivery is still settleable: the failures did not close its channel.
-        CHECK(describe(ack(h, t, *held.d)) == success);
+        CHECK(describe(ack(h, t, held)) == success);
         auto next = get(h, t, queue);
         CHECK(describe(next.ec) == success);
         CHECK(next.d.has_value());
         if (next.d)
             CHECK(describe(ack(h, t, *next.d)) == success);
-        const auto one = queue_depth(h, t, queue);
-        CHECK(describe(one.ec) == success);
-        CHECK(one.ready == 1);
+        check_ready(queue_depth(h, t, queue), 1);
     }
 }
 
@@ -226,18 +186,15 @@ void transport_check_get_sees_own_requeues(transport_harness<Transport>& h) {
             LETTERBOX_DETAIL_SKIP("the transport does not redeliver after a nack");
         auto t = h.make();
         const auto queue = declare_fresh_queue(h, t, "get-requeue");
-        const auto messages = make_messages(3, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 3);
         for (int round = 0; round < 50; ++round) {
             INFO("round " << round);
             std::vector<delivery> held;
             for (std::size_t i = 0; i < messages.size(); ++i) {
-                auto r = get(h, t, queue);
-                REQUIRE(describe(r.ec) == success);
-                REQUIRE(r.d.has_value());
-                if (r.d->message_count)
-                    CHECK(*r.d->message_count == messages.size() - 1 - i);
-                held.push_back(std::move(*r.d));
+                auto d = require_get(h, t, queue);
+                if (d.message_count)
+                    CHECK(*d.message_count == messages.size() - 1 - i);
+                held.push_back(std::move(d));
             }
             for (const auto& d : held)
                 REQUIRE(describe(nack(h, t, d, true)) == success);

@@ -29,8 +29,7 @@ void transport_check_resend_on_nack(transport_harness<Transport>& h) {
     const auto n = sizes_for(h.features.size).messages;
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "wm05");
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, n);
 
     auto log = consume(h, t, consume_from(queue), nack_first(2));
     CHECK(collect_acked(h, {log}, n));
@@ -53,8 +52,7 @@ void transport_check_redelivery_is_flagged(transport_harness<Transport>& h) {
     for (const auto first : {settle_action::nack_requeue, settle_action::reject_requeue}) {
         INFO((first == settle_action::nack_requeue ? "nack" : "reject") << " with requeue");
         const auto queue = declare_fresh_queue(h, t, "redelivered");
-        const auto messages = make_messages(1, "", queue);
-        require_published(h, t, messages);
+        const auto messages = publish_new_messages(h, t, queue, 1);
         auto log =
             consume(h, t, consume_from(queue), [first](const delivery&, const consumer_log& l) {
                 return l.deliveries.size() == 1 ? first : settle_action::ack;
@@ -105,11 +103,9 @@ void transport_check_held_delivery_blocks_the_next(transport_harness<Transport>&
         LETTERBOX_DETAIL_SKIP("the transport does not guarantee order");
     auto t = h.make();
     const auto queue = declare_fresh_queue(h, t, "wm06");
-    const auto messages = make_messages(2, "", queue);
-    require_published(h, t, messages);
+    const auto messages = publish_new_messages(h, t, queue, 2);
 
-    auto log = consume(h, t, consume_from(queue, 1), hold_all());
-    REQUIRE(collect_until(h, [&] { return log->deliveries.size() >= 1; }));
+    auto log = consume_held(h, t, consume_from(queue, 1), 1);
     CHECK(log->deliveries.front().msg.id == messages[0].id);
     h.quiet();
     CHECK(log->deliveries.size() == 1);
@@ -132,8 +128,7 @@ void transport_check_continue_after_nacks(transport_harness<Transport>& h) {
     constexpr std::size_t n = 50;
     auto publisher = h.make();
     const auto queue = declare_fresh_queue(h, publisher, "wm09");
-    const auto messages = make_messages(n, "", queue);
-    require_published(h, publisher, messages);
+    const auto messages = publish_new_messages(h, publisher, queue, n);
 
     for (std::size_t s = 0; s < sizes.nacking_subscribers; ++s) {
         INFO("nacking subscriber " << s);
@@ -145,9 +140,7 @@ void transport_check_continue_after_nacks(transport_harness<Transport>& h) {
         CHECK(describe(close(h, t)) == success);
     }
     auto reader = h.make();
-    auto log = consume(h, reader, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, n));
-    check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+    consume_checked(h, reader, queue, messages);
 }
 
 /// Concept (at-least-once, RabbitMQ's requeue loop): a consumer that nacks every delivery
@@ -166,10 +159,8 @@ void transport_check_requeue_loop_does_not_starve_others(transport_harness<Trans
 
     auto other = h.make();
     const auto queue = declare_fresh_queue(h, other, "beside-the-loop");
-    const auto messages = make_messages(3, "", queue);
-    require_published(h, other, messages);
-    auto log = consume(h, other, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, messages.size()));
+    const auto messages = publish_new_messages(h, other, queue, 3);
+    consume_acked(h, other, queue, messages.size());
     CHECK(describe(close(h, looping)) == success);
     for (std::size_t i = 1; i < loop->deliveries.size(); ++i)
         CHECK(loop->deliveries[i].redelivered);

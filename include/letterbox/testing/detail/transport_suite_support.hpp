@@ -37,6 +37,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -99,6 +100,27 @@ inline topology::queue suite_queue(const transport_features& features, std::stri
 
 /// Starts an operation with a `void(std::error_code)` completion and runs until it completes.
 /// Returns its error, or `errc::timed_out`.
+/// An exchange declaration for the suite: of `type`, auto-deleted when the features ask queues
+/// to expire (so that runs against a shared broker leave nothing behind).
+inline topology::exchange suite_exchange(const transport_features& features, std::string name,
+                                         topology::exchange_type type) {
+    topology::exchange x;
+    x.name = std::move(name);
+    x.type = type;
+    x.auto_delete = features.queue_expires.has_value();
+    return x;
+}
+
+/// A binding of `destination` to `source` with `routing_key`.
+inline topology::binding suite_binding(std::string source, std::string destination,
+                                       std::string routing_key = {}) {
+    topology::binding b;
+    b.source = std::move(source);
+    b.destination = std::move(destination);
+    b.routing_key = std::move(routing_key);
+    return b;
+}
+
 template <transport Transport, class Initiate>
 std::error_code await_completion(transport_harness<Transport>& h, Initiate&& initiate) {
     auto result = std::make_shared<std::optional<std::error_code>>();
@@ -134,6 +156,16 @@ std::string declare_fresh_queue(transport_harness<Transport>& h, Transport& t,
     return name;
 }
 
+/// Declares an exchange of `type` with a name unique to the call, made from `stem`; requires
+/// success. Returns the declaration.
+template <transport Transport>
+topology::exchange declare_fresh_exchange(transport_harness<Transport>& h, Transport& t,
+                                          std::string_view stem, topology::exchange_type type) {
+    auto x = suite_exchange(h.features, h.unique_name(stem), type);
+    REQUIRE(describe(declare(h, t, x)) == success);
+    return x;
+}
+
 /// Publishers for the concurrent checks (WM-02, WM-11): one transport per publishing thread
 /// (the concept promises that distinct objects may be used concurrently, not one object), each
 /// with its own batch of messages for `queue`, and every message id in publish order.
@@ -156,6 +188,20 @@ publisher_fleet<Transport> make_publisher_fleet(transport_harness<Transport>& h,
             fleet.ids.push_back(m.id);
     }
     return fleet;
+}
+
+/// Starts one thread per publisher of `fleet`, which calls `publish_batch(publisher, batch)`
+/// with its own batch; runs completion handlers until `done()` (or the timeout), then joins
+/// the threads.
+template <transport Transport, class PublishBatch>
+void publish_from_threads(transport_harness<Transport>& h, publisher_fleet<Transport>& fleet,
+                          PublishBatch publish_batch, const std::function<bool()>& done) {
+    std::vector<std::thread> threads;
+    for (std::size_t p = 0; p < fleet.publishers.size(); ++p)
+        threads.emplace_back([&, p] { publish_batch(fleet.publishers[p], fleet.batches[p]); });
+    h.wait(done);
+    for (auto& thread : threads)
+        thread.join();
 }
 
 template <transport Transport>
@@ -197,6 +243,16 @@ void require_published(transport_harness<Transport>& h, Transport& t,
     REQUIRE(failed == 0);
 }
 
+/// Makes `n` new messages for `queue` (through the default exchange) and publishes them on `t`,
+/// which must all succeed (`require_published`). Returns them.
+template <transport Transport>
+std::vector<message> publish_new_messages(transport_harness<Transport>& h, Transport& t,
+                                          const std::string& queue, std::size_t n) {
+    auto messages = make_messages(n, "", queue);
+    require_published(h, t, messages);
+    return messages;
+}
+
 template <transport Transport>
 std::error_code close(transport_harness<Transport>& h, Transport& t) {
     return await_completion(h, [&](auto done) { t.async_close(std::move(done)); });
@@ -236,6 +292,24 @@ get_result get(transport_harness<Transport>& h, Transport& t, const std::string&
     return std::move(**result);
 }
 
+/// `get` that must succeed and fetch a message: returns the delivery.
+template <queue_reader Transport>
+delivery require_get(transport_harness<Transport>& h, Transport& t, const std::string& queue) {
+    auto r = get(h, t, queue);
+    REQUIRE(describe(r.ec) == success);
+    REQUIRE(r.d.has_value());
+    return std::move(*r.d);
+}
+
+/// Checks that a `get` of `queue` succeeds and finds it empty.
+template <queue_reader Transport>
+void check_get_finds_empty(transport_harness<Transport>& h, Transport& t,
+                           const std::string& queue) {
+    const auto r = get(h, t, queue);
+    CHECK(describe(r.ec) == success);
+    CHECK_FALSE(r.d.has_value());
+}
+
 /// What `async_queue_depth` completed with.
 struct depth_result {
     std::error_code ec;
@@ -252,6 +326,12 @@ depth_result queue_depth(transport_harness<Transport>& h, Transport& t, const st
     if (!h.wait([&] { return result->has_value(); }))
         return {make_error_code(errc::timed_out), 0};
     return **result;
+}
+
+/// Checks that `depth` was read and counts `ready` ready messages.
+inline void check_ready(const depth_result& depth, std::uint32_t ready) {
+    CHECK(describe(depth.ec) == success);
+    CHECK(depth.ready == ready);
 }
 
 /// The queue's depth once it reads `expected`, polled until `features.timeout`. For a depth
@@ -442,6 +522,26 @@ bool collect_acked(transport_harness<Transport>& h,
 /// What `check_ids` compares: which log counts to use.
 enum class id_source { delivered, acked };
 
+/// Consumes with `options` on `t`, holding every delivery unsettled, until at least `n`
+/// arrived (required). Returns the consumer's log.
+template <transport Transport>
+std::shared_ptr<consumer_log> consume_held(transport_harness<Transport>& h, Transport& t,
+                                           const consume_options& options, std::size_t n) {
+    auto log = consume(h, t, options, hold_all());
+    REQUIRE(collect_until(h, [&] { return log->deliveries.size() >= n; }));
+    return log;
+}
+
+/// Consumes `queue` on `t`, acknowledging every delivery, and checks that `n` distinct
+/// messages were acknowledged (`collect_acked`). Returns the consumer's log.
+template <transport Transport>
+std::shared_ptr<consumer_log> consume_acked(transport_harness<Transport>& h, Transport& t,
+                                            const std::string& queue, std::size_t n) {
+    auto log = consume(h, t, consume_from(queue), ack_all());
+    CHECK(collect_acked(h, {log}, n));
+    return log;
+}
+
 /// watermill's `AssertAllMessagesReceived`: the logs together hold exactly the ids of
 /// `expected` (reporting the missing and the extra ones); each at most once unless
 /// `duplicates_allowed`.
@@ -474,6 +574,27 @@ inline void check_ids(const std::vector<message_id>& expected,
     CHECK(extra.empty());
     if (!duplicates_allowed)
         CHECK(twice.empty());
+}
+
+/// Checks that every message `log` received is one of `published` (where some publishes had
+/// an unknown outcome, and may or may not have arrived).
+inline void check_only_published(const std::vector<message_id>& published,
+                                 const consumer_log& log) {
+    const std::set<message_id> known(published.begin(), published.end());
+    for (const auto& [id, times] : log.delivered)
+        CHECK(known.contains(id));
+}
+
+/// `consume_acked` for `messages`, then checks that the consumer acknowledged exactly them
+/// (`check_ids`; one message twice only where the features allow duplicates). Returns the
+/// consumer's log.
+template <transport Transport>
+std::shared_ptr<consumer_log> consume_checked(transport_harness<Transport>& h, Transport& t,
+                                              const std::string& queue,
+                                              const std::vector<message>& messages) {
+    auto log = consume_acked(h, t, queue, messages.size());
+    check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+    return log;
 }
 
 /// The message of `messages` with id `id`, or null.

@@ -33,27 +33,18 @@ template <transport Transport>
 void transport_check_consumer_groups(transport_harness<Transport>& h) {
     constexpr std::size_t n = 50;
     auto t = h.make();
-    topology::exchange x;
-    x.name = h.unique_name("wm10");
-    x.type = topology::exchange_type::fanout;
-    x.auto_delete = h.features.queue_expires.has_value();
-    REQUIRE(describe(declare(h, t, x)) == success);
+    const auto x = declare_fresh_exchange(h, t, "wm10", topology::exchange_type::fanout);
     std::vector<std::string> groups;
     for (const auto* stem : {"wm10-group-a", "wm10-group-b"}) {
         groups.push_back(declare_fresh_queue(h, t, stem));
-        topology::binding b;
-        b.source = x.name;
-        b.destination = groups.back();
-        REQUIRE(describe(bind(h, t, b)) == success);
+        REQUIRE(describe(bind(h, t, suite_binding(x.name, groups.back()))) == success);
     }
     const auto messages = make_messages(n, x.name, "");
     require_published(h, t, messages);
     auto subscriber = h.make();
     for (const auto& group : groups) {
         INFO("group " << group);
-        auto log = consume(h, subscriber, consume_from(group), ack_all());
-        CHECK(collect_acked(h, {log}, n));
-        check_ids(ids_of(messages), {log}, id_source::acked, !h.features.exactly_once_delivery);
+        consume_checked(h, subscriber, group, messages);
     }
 }
 
@@ -61,20 +52,12 @@ void transport_check_consumer_groups(transport_harness<Transport>& h) {
 template <transport Transport>
 void transport_check_routing_isolates_queues(transport_harness<Transport>& h) {
     auto t = h.make();
-    topology::exchange x;
-    x.name = h.unique_name("wm12");
-    x.type = topology::exchange_type::direct;
-    x.auto_delete = h.features.queue_expires.has_value();
-    REQUIRE(describe(declare(h, t, x)) == success);
+    const auto x = declare_fresh_exchange(h, t, "wm12", topology::exchange_type::direct);
     std::vector<std::string> queues;
     std::vector<message> messages;
     for (const auto* key : {"topic-a", "topic-b"}) {
         queues.push_back(declare_fresh_queue(h, t, key));
-        topology::binding b;
-        b.source = x.name;
-        b.destination = queues.back();
-        b.routing_key = key;
-        REQUIRE(describe(bind(h, t, b)) == success);
+        REQUIRE(describe(bind(h, t, suite_binding(x.name, queues.back(), key))) == success);
         messages.push_back(make_messages(1, x.name, key).front());
     }
     require_published(h, t, messages);
@@ -111,10 +94,8 @@ void transport_check_publish_to_missing_exchange_is_not_found(transport_harness<
     const auto queue = declare_fresh_queue(h, t, "not-found");
     const auto lost = make_messages(1, h.unique_name("no-such-exchange"), "key");
     CHECK(describe(publish(h, t, lost.front())) == describe(errc::not_found));
-    const auto routed = make_messages(3, "", queue);
-    require_published(h, t, routed);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, routed.size()));
+    const auto routed = publish_new_messages(h, t, queue, 3);
+    consume_acked(h, t, queue, routed.size());
 }
 
 /// Concept: consuming a missing queue completes with `errc::not_found`, and the transport keeps
@@ -127,25 +108,18 @@ void transport_check_consume_from_missing_queue_is_not_found(transport_harness<T
     CHECK(describe(*missing->consume_result) == describe(errc::not_found));
 
     const auto queue = declare_fresh_queue(h, t, "after-not-found");
-    const auto messages = make_messages(2, "", queue);
-    require_published(h, t, messages);
-    auto log = consume(h, t, consume_from(queue), ack_all());
-    CHECK(collect_acked(h, {log}, messages.size()));
+    const auto messages = publish_new_messages(h, t, queue, 2);
+    consume_acked(h, t, queue, messages.size());
 }
 
 /// Concept: declaring the same exchange, queue and binding again is idempotent.
 template <transport Transport>
 void transport_check_redeclaring_is_idempotent(transport_harness<Transport>& h) {
     auto t = h.make();
-    topology::exchange x;
-    x.name = h.unique_name("redeclare");
-    x.type = topology::exchange_type::topic;
-    x.auto_delete = h.features.queue_expires.has_value();
+    const auto x =
+        suite_exchange(h.features, h.unique_name("redeclare"), topology::exchange_type::topic);
     const auto q = suite_queue(h.features, h.unique_name("redeclare"));
-    topology::binding b;
-    b.source = x.name;
-    b.destination = q.name;
-    b.routing_key = "suite.#";
+    const auto b = suite_binding(x.name, q.name, "suite.#");
     for (int i = 0; i < 2; ++i) {
         INFO("declaration " << i + 1);
         CHECK(describe(declare(h, t, x)) == success);
@@ -154,8 +128,7 @@ void transport_check_redeclaring_is_idempotent(transport_harness<Transport>& h) 
     }
     const auto messages = make_messages(1, x.name, "suite.redeclared");
     require_published(h, t, messages);
-    auto log = consume(h, t, consume_from(q.name), ack_all());
-    CHECK(collect_acked(h, {log}, 1));
+    auto log = consume_acked(h, t, q.name, 1);
     h.quiet();
     CHECK(log->deliveries.size() == 1);
 }

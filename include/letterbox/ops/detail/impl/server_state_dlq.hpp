@@ -100,10 +100,8 @@ LETTERBOX_DECL void server_state::browse(const std::string& queue, const parsed_
     // The scan holds at most max_listing_bytes of bodies (plus one message), and the response
     // stays under it, bodies cut to previews.
     p.max_bytes = options_.max_listing_bytes;
-    if (in_flight_ >= options_.max_response_bytes_in_flight)
-        return respond(route::busy("busy", "the server holds as many bytes of responses not yet "
-                                           "read by their clients as it may "
-                                           "(max_response_bytes_in_flight); try again"));
+    if (budget_spent(respond))
+        return;
     e->browse(std::move(f), p,
               [self = shared_from_this(), respond, queue,
                p](std::error_code ec, std::vector<dlq::dead_letter_entry> entries) {
@@ -157,10 +155,8 @@ LETTERBOX_DECL void server_state::get_message(const std::string& queue, const st
     } catch (const std::exception& ex) {
         return respond(error_response(status::bad_request, "bad_filter", ex.what()));
     }
-    if (in_flight_ >= options_.max_response_bytes_in_flight)
-        return respond(route::busy("busy", "the server holds as many bytes of responses not yet "
-                                           "read by their clients as it may "
-                                           "(max_response_bytes_in_flight); try again"));
+    if (budget_spent(respond))
+        return;
     e->browse(std::move(f), dlq::page{0, 1},
               [self = shared_from_this(), respond,
                queue](std::error_code ec, std::vector<dlq::dead_letter_entry> entries) {

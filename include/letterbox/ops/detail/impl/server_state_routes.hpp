@@ -199,12 +199,13 @@ LETTERBOX_DECL bool server_state::token_matches(const request& req) const {
     // Compared even when there is none, so a missing header costs what a wrong one does.
     return constant_time_equal(given, options_.token) && !given.empty();
 }
-// Mutations need `Authorization: Bearer <token>`. A missing and a wrong token get the same
-// 401 (nothing tells them apart); no configured token disables mutations (403).
-LETTERBOX_DECL bool server_state::authorized(const request& req, const respond_fn& respond) const {
+// A missing and a wrong token get the same 401 (nothing tells them apart); no configured token
+// is a 403.
+LETTERBOX_DECL bool server_state::token_given(const request& req, const respond_fn& respond,
+                                              std::string_view code,
+                                              std::string_view no_token) const {
     if (options_.token.empty()) {
-        respond(error_response(status::forbidden, "mutations_disabled",
-                               "mutations are disabled: set http_server_options::token"));
+        respond(error_response(status::forbidden, code, no_token));
         return false;
     }
     if (token_matches(req))
@@ -213,23 +214,22 @@ LETTERBOX_DECL bool server_state::authorized(const request& req, const respond_f
     return false;
 }
 
+// Mutations need `Authorization: Bearer <token>`; no configured token disables them.
+LETTERBOX_DECL bool server_state::authorized(const request& req, const respond_fn& respond) const {
+    return token_given(req, respond, "mutations_disabled",
+                       "mutations are disabled: set http_server_options::token");
+}
+
 // Reads of message bodies (personal data, often) need the token as mutations do, unless a
 // loopback dashboard opted out (the constructor refuses the opt-out on another address).
 LETTERBOX_DECL bool server_state::authorized_read(const request& req,
                                                   const respond_fn& respond) const {
     if (options_.loopback_reads_without_token)
         return true;
-    if (options_.token.empty()) {
-        respond(error_response(status::forbidden, "reads_disabled",
-                               "reading message bodies needs a token: set "
-                               "http_server_options::token (or, for a dashboard on a loopback "
-                               "address only, loopback_reads_without_token)"));
-        return false;
-    }
-    if (token_matches(req))
-        return true;
-    respond(route::unauthorized());
-    return false;
+    return token_given(req, respond, "reads_disabled",
+                       "reading message bodies needs a token: set "
+                       "http_server_options::token (or, for a dashboard on a loopback "
+                       "address only, loopback_reads_without_token)");
 }
 
 LETTERBOX_DECL void server_state::respond_within_budget(const respond_fn& respond,
@@ -243,6 +243,14 @@ LETTERBOX_DECL void server_state::respond_within_budget(const respond_fn& respon
                         std::to_string(n) + " bytes) would take it beyond " +
                         std::to_string(budget) + " (max_response_bytes_in_flight); try again"));
     respond(std::move(r));
+}
+
+LETTERBOX_DECL bool server_state::budget_spent(const respond_fn& respond) const {
+    if (in_flight_ < options_.max_response_bytes_in_flight)
+        return false;
+    respond(route::busy("busy", "the server holds as many bytes of responses not yet read by their "
+                                "clients as it may (max_response_bytes_in_flight); try again"));
+    return true;
 }
 
 LETTERBOX_DECL void server_state::get_readiness(const respond_fn& respond) const {
