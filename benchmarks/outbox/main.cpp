@@ -55,6 +55,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -345,10 +346,10 @@ double drain_letterbox(std::size_t rows, bool store_pool) {
     }
 
     broker_rig rig;
-    boost::asio::thread_pool pool(1);
+    std::optional<boost::asio::thread_pool> pool;
     auto options = drain_options();
     if (store_pool)
-        options.store_executor = pool.get_executor();
+        options.store_executor = pool.emplace(1).get_executor();
     relay_type relay(outbox, rig.transport, rig.clock, options);
     const auto t0 = wall::now();
     relay.async_run([](std::error_code) {});
@@ -358,7 +359,8 @@ double drain_letterbox(std::size_t rows, bool store_pool) {
     relay.stop();
     rig.io.restart();
     rig.io.run_for(1s);
-    pool.join();
+    if (pool)
+        pool->join();
     std::error_code ec;
     const auto stats = outbox.stats(now, ec);
     if (stats.published != rows || rig.received != rows)

@@ -319,14 +319,16 @@ private:
             unsettled_.push_back(std::move(s));
     }
 
-    // Settles what waits in `unsettled_`, one store call at a time; false when the store
-    // refused one (the relay pauses) or the relay halted.
+    // Settles what waits in `unsettled_`, one store call at a time while the store is free.
+    // False when it stopped early: the relay halted, or, while running, the store refused one
+    // (the relay pauses). While stopping, a refused one is abandoned and the rest go on.
     bool settle_unsettled() {
+        const phase in = phase_;
         while (!unsettled_.empty() && !store_busy_) {
             auto s = std::move(unsettled_.front());
             unsettled_.pop_front();
             settle(std::move(s));
-            if (paused_until_ || phase_ != phase::running)
+            if (phase_ != in || (in == phase::running && paused_until_))
                 return false;
         }
         return true;

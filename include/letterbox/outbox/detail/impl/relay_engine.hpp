@@ -77,12 +77,7 @@ void relay_engine<OutboxStore, Transport, Clock>::step() {
     if (phase_ == phase::stopping) {
         // One last try for each settlement the store refused earlier (refused again, it is
         // abandoned); then what was confirmed is marked before the stop completes.
-        while (!unsettled_.empty() && !store_busy_ && phase_ == phase::stopping) {
-            auto s = std::move(unsettled_.front());
-            unsettled_.pop_front();
-            settle(std::move(s));
-        }
-        if (phase_ != phase::stopping || store_busy_)
+        if (!settle_unsettled() || store_busy_)
             return;
         if (in_flight_.empty() || now >= stop_deadline_) {
             flush_marks();
