@@ -184,15 +184,33 @@ struct consumer<Transport, Handler, Clock>::state {
         start_batch(s);
     }
 
-    /// Runs the first waiting deliveries, up to a full batch, once there are enough of them or
-    /// the oldest has waited `max_delay`; otherwise makes sure a timer will.
+    /// How many of the first waiting deliveries the next batch takes: up to a full batch, and
+    /// never a delivery that must run alone (handled again after a store failure) beside
+    /// others. Such a delivery is a batch of its own: it begins its own unit of work, which on
+    /// SQLite would wait for the write lock that the batch's shared unit holds, on this same
+    /// thread, until the busy timeout gave up.
+    std::size_t next_batch_size() const noexcept {
+        if (pending.front().store_failures > 0)
+            return 1;
+        const auto limit = std::min(batch_limit(), pending.size());
+        std::size_t n = 1;
+        while (n < limit && pending[n].store_failures == 0)
+            ++n;
+        return n;
+    }
+
+    /// Runs the first waiting deliveries (`next_batch_size`) once the batch cannot grow (full,
+    /// or cut short by a delivery that runs alone) or the oldest has waited `max_delay`;
+    /// otherwise makes sure a timer will.
     static void start_batch(const std::shared_ptr<state>& s) {
         if (s->batch_running || s->pending.empty())
             return;
-        const auto limit = s->batch_limit();
+        const auto n = s->next_batch_size();
         const auto waited = s->clock->now() - s->pending.front().joined;
         const auto max_delay = s->options.group_commit.max_delay;
-        if (s->pending.size() < limit && waited < max_delay) {
+        const bool can_grow = n == s->pending.size() && n < s->batch_limit() &&
+                              s->pending.front().store_failures == 0;
+        if (can_grow && waited < max_delay) {
             if (!s->batch_timer) {
                 s->batch_timer = true;
                 const auto left = std::chrono::ceil<std::chrono::milliseconds>(max_delay - waited);
@@ -207,10 +225,10 @@ struct consumer<Transport, Handler, Clock>::state {
             return;
         }
         auto batch = std::make_shared<batch_outcome>();
-        const auto n = static_cast<std::ptrdiff_t>(std::min(limit, s->pending.size()));
+        const auto end = s->pending.begin() + static_cast<std::ptrdiff_t>(n);
         batch->entries.assign(std::make_move_iterator(s->pending.begin()),
-                              std::make_move_iterator(s->pending.begin() + n));
-        s->pending.erase(s->pending.begin(), s->pending.begin() + n);
+                              std::make_move_iterator(end));
+        s->pending.erase(s->pending.begin(), end);
         s->batch_running = true;
         s->batch_timer = false;
         ++s->batch_generation;
