@@ -55,6 +55,12 @@ TSAN_FLAGS := $(WARNINGS) -Wno-tsan -fsanitize=thread
 # larger compiles took about 5% less (docs/testing.md). `make asan SANITIZER_DEBUG_FLAGS=-g` to
 # debug with gdb.
 SANITIZER_DEBUG_FLAGS := -g1
+# The ASan+UBSan executables are linked -no-pie. ctest starts each test case in a process of its
+# own, about 1,200 starts of executables of up to 1 GB, and a position-independent one spent half
+# of its 0.3 s start applying 7 million relative relocations to its 190 MB of sanitizer data,
+# copying every page it touched: the unit tests' executable started in 0.18 s instead of 0.32 s
+# (docs/testing.md). The leak check at exit, which scans that data, is kept.
+ASAN_LINK_FLAGS := -no-pie
 
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
@@ -138,7 +144,8 @@ tsan: deps tsan-build
 asan-build:
 	$(CMAKE) -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug \
 	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
-	    "-DCMAKE_CXX_FLAGS=$(ASAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
+	    "-DCMAKE_CXX_FLAGS=$(ASAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)" \
+	    "-DCMAKE_EXE_LINKER_FLAGS=$(ASAN_LINK_FLAGS)"
 	$(CMAKE) --build $(BUILD)/asan -j$(JOBS)
 
 # The ThreadSanitizer build compiles the 15 or so sources with [threads] tests, in batches of 5
