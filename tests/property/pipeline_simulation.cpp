@@ -12,9 +12,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 namespace property_pipeline_simulation {
@@ -64,6 +66,37 @@ TEST_CASE("pipeline simulation: seeds 3/4 keep every guarantee", "[property][sim
 }
 TEST_CASE("pipeline simulation: seeds 4/4 keep every guarantee", "[property][simulation]") {
     run_shard(3, 4);
+}
+
+TEST_CASE("check_pipeline names each run slower in real time than warn_slower_than as it ends",
+          "[property][simulation]") {
+    // What made a CI shard time out in silence: two runs waited 80 s and 40 s for an SQLite
+    // lock held on their own thread. A negative bound makes every run slow.
+    letterbox::testing::pipeline_check_options check;
+    check.seeds = 2;
+    check.replay = false;
+    check.root_seed = 7;
+    check.warn_slower_than = std::chrono::milliseconds(-1);
+    std::ostringstream log;
+    check.slow_run_log = &log;
+    if (std::getenv(letterbox::testing::pipeline_seed_environment_variable) != nullptr)
+        return; // one run only: the counts below do not hold
+    const auto slow = letterbox::testing::check_pipeline<test_support::ledger_app>({}, check);
+    CHECK(slow.slow_runs == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const auto seed = letterbox::testing::pipeline_run_seed(7, i);
+        CHECK_THAT(log.str(),
+                   Catch::Contains("the simulated run of seed " + std::to_string(seed)) &&
+                       Catch::Contains("LETTERBOX_PIPELINE_SEED=" + std::to_string(seed)));
+    }
+    CHECK_THAT(slow.to_string(), Catch::Contains("2 runs were slow in real time"));
+
+    check.warn_slower_than = std::chrono::milliseconds::max();
+    log.str("");
+    const auto quiet = letterbox::testing::check_pipeline<test_support::ledger_app>({}, check);
+    CHECK(quiet.slow_runs == 0);
+    CHECK(log.str().empty());
+    CHECK_THAT(quiet.to_string(), !Catch::Contains("slow in real time"));
 }
 
 } // namespace property_pipeline_simulation

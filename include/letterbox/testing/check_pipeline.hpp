@@ -9,10 +9,13 @@
 #include <letterbox/testing/run_pipeline.hpp>
 #include <letterbox/testing/seed.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
+#include <ostream>
 #include <string>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing {
@@ -35,6 +38,14 @@ struct pipeline_check_options {
     std::size_t keep_failures = 3;
     /// Stops after this many failing runs (the self-test needs only one).
     std::optional<std::size_t> stop_after_failures{};
+    /// A run that takes longer than this in real time is named on `slow_run_log` as soon as it
+    /// ends, with the way to replay it. A simulated run waits for nothing real (its clock is
+    /// virtual), so a slow one was blocked: by an SQLite lock held on its own thread, say, which
+    /// the busy handler waits out for seconds. Named as it happens, it is found even when the
+    /// test is then killed for its time. `milliseconds::max()` turns it off.
+    std::chrono::milliseconds warn_slower_than{std::chrono::seconds(5)};
+    /// Where slow runs are named (standard error by default).
+    std::ostream* slow_run_log = &std::cerr;
 };
 
 /// The seed of run `index` of a batch rooted at `root`.
@@ -65,11 +76,28 @@ pipeline_report check_pipeline(const pipeline_options& options = {},
     if (const char* text = std::getenv(pipeline_seed_environment_variable))
         only = parse_seed(text);
     const std::size_t count = only ? 1 : check.seeds;
+    const auto timed_run = [&](std::uint64_t seed) {
+        const auto started = std::chrono::steady_clock::now();
+        auto r = run_pipeline<App>(seed, options);
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - started);
+        if (took > check.warn_slower_than) {
+            ++report.slow_runs;
+            if (check.slow_run_log != nullptr)
+                *check.slow_run_log
+                    << "letterbox::testing: the simulated run of seed " << seed << " took "
+                    << took.count()
+                    << " ms of real time: something blocked it (a simulated run waits for "
+                       "nothing real). Replay it alone with LETTERBOX_PIPELINE_SEED="
+                    << seed << std::endl;
+        }
+        return r;
+    };
     for (std::size_t i = 0; i < count; ++i) {
         const auto seed = only ? *only : pipeline_run_seed(check.root_seed, check.first + i);
-        auto result = run_pipeline<App>(seed, options);
+        auto result = timed_run(seed);
         if (check.replay) {
-            const auto again = run_pipeline<App>(seed, options);
+            const auto again = timed_run(seed);
             ++report.replays;
             auto differences = check_determinism(result.events, again.events);
             if (!differences.empty()) {

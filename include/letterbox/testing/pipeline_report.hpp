@@ -38,6 +38,9 @@ struct pipeline_report : detail::pipeline_counts {
     std::size_t crashes = 0;
     /// Runs whose consumers committed deliveries in groups (`pipeline_result::group_commit`).
     std::size_t group_commit_runs = 0;
+    /// Runs (replays included) slower in real time than
+    /// `pipeline_check_options::warn_slower_than`: each was named on its log as it ended.
+    std::size_t slow_runs = 0;
 
     /// The first failing runs (at most `pipeline_check_options::keep_failures`).
     std::vector<pipeline_result> failures;
@@ -88,6 +91,9 @@ struct pipeline_report : detail::pipeline_counts {
             std::to_string(replays) + " replays identical\n";
         out += "  totals: " + counts_text() + " crashes=" + std::to_string(crashes) +
                " group_commit_runs=" + std::to_string(group_commit_runs) + '\n';
+        if (slow_runs > 0)
+            out += "  " + std::to_string(slow_runs) +
+                   " runs were slow in real time, each named on its log as it ended\n";
         for (const auto& f : failures) {
             out += "--- failing run; replay it alone with LETTERBOX_PIPELINE_SEED=" +
                    std::to_string(f.seed) + " (or run_pipeline<App>(" + std::to_string(f.seed) +
