@@ -70,7 +70,8 @@ TEST_CASE("group commit on sqlite: a delivery handled again after a store failur
     REQUIRE(w.run_until([&] { return c.stats().acked == 2 && c.stats().failed == 1; }));
 
     // "d" arrives 99 ms into c's back-off and waits for company; c comes back 1 ms later and
-    // queues behind it. d's batch must not hold the lock while c begins its own unit.
+    // queues behind it. d's batch must not hold the lock while c begins its own unit. The last
+    // 5 ms end d's max_delay: the old code then ran d and c as one batch.
     w.clock.advance(99ms);
     publish("d");
     REQUIRE(w.run_until([&] { return c.stats().delivered == 4; }));
