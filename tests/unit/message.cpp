@@ -3,7 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <set>
+#include <vector>
 
 namespace unit_message {
 
@@ -44,6 +47,82 @@ TEST_CASE("a seed's ids stay the same across versions, and every id is an RFC 41
         REQUIRE(id.version() == boost::uuids::uuid::version_random_number_based);
         REQUIRE(id.variant() == boost::uuids::uuid::variant_rfc_4122);
     }
+}
+
+// The Unix milliseconds in the first 48 bits of a version 7 id.
+std::int64_t unix_millis(const message_id& id) {
+    std::int64_t ms = 0;
+    for (std::size_t i = 0; i < 6; ++i)
+        ms = ms << 8 | id.data[i];
+    return ms;
+}
+
+// The version nibble (Boost 1.81 names versions 1 to 5 only).
+int version_of(const message_id& id) {
+    return id.data[6] >> 4;
+}
+
+// A clock that says whatever the test sets.
+struct wall_clock_stub {
+    std::chrono::system_clock::time_point now{};
+    std::chrono::system_clock::time_point wall_now() const { return now; }
+};
+
+TEST_CASE("a default message id generator gives RFC 9562 version 7 ids that keep growing, "
+          "stamped with the time",
+          "[message]") {
+    const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    message_id_generator ids;
+    std::vector<message_id> xs;
+    for (int i = 0; i < 10000; ++i)
+        xs.push_back(ids());
+    const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        REQUIRE(version_of(xs[i]) == 7);
+        REQUIRE(xs[i].variant() == boost::uuids::uuid::variant_rfc_4122);
+        REQUIRE(unix_millis(xs[i]) >= before.count());
+        // 10,000 ids may borrow up to three milliseconds ahead (4,096 a millisecond at least).
+        REQUIRE(unix_millis(xs[i]) <= after.count() + 3);
+        if (i > 0) {
+            REQUIRE(xs[i - 1] < xs[i]);
+            REQUIRE(letterbox::to_string(xs[i - 1]) < letterbox::to_string(xs[i]));
+        }
+    }
+    message_id_generator others;
+    CHECK(others() != ids());
+}
+
+TEST_CASE("a seed and a clock give reproducible time-ordered ids, growing while the clock "
+          "stands still or steps back",
+          "[message]") {
+    using namespace std::chrono_literals;
+    wall_clock_stub clock{.now = std::chrono::system_clock::time_point{1'700'000'000'000ms}};
+    message_id_generator a(5, clock), b(5, clock);
+    const message_id first = a();
+    CHECK(first == b());
+    CHECK(version_of(first) == 7);
+    CHECK(unix_millis(first) == 1'700'000'000'000);
+
+    // 5,000 ids in one millisecond: the 12-bit counter fills up and carries into the time.
+    message_id last = first;
+    for (int i = 0; i < 5000; ++i) {
+        const message_id id = a();
+        REQUIRE(last < id);
+        REQUIRE(id == b());
+        last = id;
+    }
+    CHECK(unix_millis(last) > 1'700'000'000'000);
+    CHECK(unix_millis(last) <= 1'700'000'000'002);
+
+    clock.now -= 1h; // a clock set back: the ids still grow
+    const message_id after_step_back = a();
+    CHECK(last < after_step_back);
+    CHECK(unix_millis(after_step_back) == unix_millis(last));
+
+    clock.now += 2h; // later: the id takes the new time
+    CHECK(unix_millis(a()) == 1'700'003'600'000);
 }
 
 TEST_CASE("copying a message keeps its id: an id is born once", "[message]") {
