@@ -167,7 +167,7 @@ public:
     }
 
     result publish(std::uint64_t n) {
-        lb::message_id_generator ids(42);
+        lb::message_id_generator ids; // time-ordered, as a publisher's default generator gives
         std::uint64_t started = 0;
         std::uint64_t confirmed = 0;
         std::function<void()> publish_next = [&] {

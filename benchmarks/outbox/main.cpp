@@ -164,7 +164,7 @@ double append_letterbox(std::size_t rows) {
     scratch s("append");
     auto db = open_database(s.file("letterbox.db"));
     lb::sqlite::outbox_store outbox(db);
-    lb::message_id_generator ids{1};
+    lb::message_id_generator ids;
     std::vector<lb::outbox_entry> events;
     for (std::size_t i = 0; i < rows; ++i)
         events.push_back(enrollment_event(ids, static_cast<std::int64_t>(i)));
@@ -221,7 +221,7 @@ double append_raw(std::size_t rows) {
         db, "INSERT INTO letterbox_outbox_lane (aggregate_type, aggregate_id, tail) VALUES (?2, "
             "?3, ?1) ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET tail = "
             "excluded.tail");
-    lb::message_id_generator ids{1};
+    lb::message_id_generator ids;
     std::vector<lb::outbox_entry> events;
     for (std::size_t i = 0; i < rows; ++i)
         events.push_back(enrollment_event(ids, static_cast<std::int64_t>(i)));
@@ -335,7 +335,7 @@ double drain_letterbox(std::size_t rows, bool store_pool) {
     scratch s("drain");
     auto db = open_database(s.file("drain.db"));
     lb::sqlite::outbox_store outbox(db);
-    lb::message_id_generator ids{2};
+    lb::message_id_generator ids;
     const auto now = std::chrono::system_clock::now();
     for (std::size_t i = 0; i < rows;) {
         auto uow = db.begin();
@@ -373,7 +373,7 @@ double drain_letterbox(std::size_t rows, bool store_pool) {
 
 double drain_bare(std::size_t rows) {
     broker_rig rig;
-    lb::message_id_generator ids{2};
+    lb::message_id_generator ids;
     std::vector<lb::message> messages;
     for (std::size_t i = 0; i < rows; ++i)
         messages.push_back(enrollment_event(ids, static_cast<std::int64_t>(i)).msg);
@@ -426,7 +426,7 @@ latencies latency_outbox(std::size_t commits) {
     scratch s("latency");
     auto db = open_database(s.file("latency.db"));
     lb::sqlite::outbox_store outbox(db);
-    lb::message_id_generator ids{3};
+    lb::message_id_generator ids;
     broker_rig rig;
     auto options = drain_options();
     options.poll_interval = 10s; // only the after-commit wake-up can explain a fast publish
@@ -465,7 +465,7 @@ latencies latency_outbox(std::size_t commits) {
 latencies latency_naive(std::size_t commits) {
     scratch s("latency-naive");
     auto db = open_database(s.file("naive.db"));
-    lb::message_id_generator ids{3};
+    lb::message_id_generator ids;
     broker_rig rig;
     std::vector<double> samples;
     for (std::size_t i = 0; i < commits; ++i) {
@@ -499,7 +499,7 @@ void grant(const lb::message& m, lb::sqlite::unit_of_work& uow) {
 }
 
 std::vector<lb::message> inbox_messages(std::size_t n) {
-    lb::message_id_generator ids{4};
+    lb::message_id_generator ids; // time-ordered, as a publisher's default generator gives
     std::vector<lb::message> v;
     for (std::size_t i = 0; i < n; ++i)
         v.push_back(enrollment_event(ids, static_cast<std::int64_t>(i)).msg);
