@@ -122,7 +122,7 @@ public:
     }
 
     /// Publishes `m` (mandatory, with confirms) to `m.exchange` with `m.routing_key`. A message
-    /// whose id is nil is published with a fresh random id; `m` itself is not changed.
+    /// whose id is nil is published with a fresh time-ordered id; `m` itself is not changed.
     template <class Token>
     auto async_publish(const message& m, Token&& token) {
         return run<void(error_code)>(std::forward<Token>(token), [m](auto& s, auto done) {
