@@ -616,8 +616,8 @@ int main(int argc, char** argv) {
     std::printf("bench_amqp: %llu persistent messages of %zu bytes to the durable queue '%s' on "
                 "%s\n",
                 static_cast<unsigned long long>(n), body_size, queue_name, u->redacted().c_str());
-    std::printf("publish: confirms, window %llu; consume: manual ack, prefetch %u; %d rounds "
-                "(+ a warm-up of %llu), medians\n",
+    std::printf("publish: confirms, window %llu, time-ordered message ids (version 7); consume: "
+                "manual ack, prefetch %u; %d rounds (+ a warm-up of %llu), medians\n",
                 static_cast<unsigned long long>(publish_window), unsigned{prefetch}, rounds,
                 static_cast<unsigned long long>(n / 10 + 1));
     if (!have_baseline)

@@ -608,8 +608,9 @@ int main(int argc, char** argv) {
     const auto runs = [&](const char* row) {
         return only.empty() || only == row;
     };
-    std::printf("bench_outbox: %zu rows, %d repeats, SQLite %s (WAL, synchronous=NORMAL)\n\n", rows,
-                repeat, sqlite3_libversion());
+    std::printf("bench_outbox: %zu rows, %d repeats, SQLite %s (WAL, synchronous=NORMAL), "
+                "time-ordered message ids (version 7)\n\n",
+                rows, repeat, sqlite3_libversion());
 
     const bench::machine_load load;
     bench::rounds a, ar, d, dp, db, ii, ip, gi, gp;
