@@ -59,16 +59,21 @@ public:
     explicit message_id_generator(std::uint64_t seed)
         : engine_(seed) {}
 
-    /// Time-ordered ids at the times `clock.wall_now()` gives. `clock` must outlive the
-    /// generator.
+    /// Time-ordered ids at the times `clock.wall_now()` gives (any `std::chrono::sys_time`).
+    /// The generator keeps a pointer to `clock`, which must outlive it.
     template <class Clock>
         requires requires(const Clock& c) {
-            { c.wall_now() } -> std::same_as<std::chrono::system_clock::time_point>;
+            { c.wall_now() } -> std::convertible_to<std::chrono::system_clock::time_point>;
         }
     message_id_generator(std::uint64_t seed, const Clock& clock)
         : engine_(seed)
         , clock_(&clock)
-        , wall_now_([](const void* c) { return static_cast<const Clock*>(c)->wall_now(); }) {}
+        , wall_now_([](const void* c) -> std::chrono::system_clock::time_point {
+            return static_cast<const Clock*>(c)->wall_now();
+        }) {}
+    /// Not from a temporary clock, which would be gone before the first id.
+    template <class Clock>
+    message_id_generator(std::uint64_t seed, const Clock&& clock) = delete;
 
     message_id_generator(const message_id_generator&) = delete;
     message_id_generator& operator=(const message_id_generator&) = delete;

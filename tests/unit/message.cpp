@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 namespace unit_message {
@@ -68,6 +69,17 @@ struct wall_clock_stub {
     std::chrono::system_clock::time_point wall_now() const { return now; }
 };
 
+// A clock that counts whole milliseconds.
+struct millisecond_clock {
+    std::chrono::sys_time<std::chrono::milliseconds> now{};
+    std::chrono::sys_time<std::chrono::milliseconds> wall_now() const { return now; }
+};
+
+// The generator keeps a pointer to its clock: a temporary one is refused at compile time.
+static_assert(std::is_constructible_v<message_id_generator, std::uint64_t, wall_clock_stub&>);
+static_assert(!std::is_constructible_v<message_id_generator, std::uint64_t, wall_clock_stub>);
+static_assert(std::is_constructible_v<message_id_generator, std::uint64_t, millisecond_clock&>);
+
 TEST_CASE("a default message id generator gives RFC 9562 version 7 ids that keep growing, "
           "stamped with the time",
           "[message]") {
@@ -123,6 +135,11 @@ TEST_CASE("a seed and a clock give reproducible time-ordered ids, growing while 
 
     clock.now += 2h; // later: the id takes the new time
     CHECK(unix_millis(a()) == 1'700'003'600'000);
+
+    // Any sys_time will do.
+    const millisecond_clock coarse{.now = std::chrono::sys_time<std::chrono::milliseconds>{42ms}};
+    message_id_generator c(5, coarse);
+    CHECK(unix_millis(c()) == 42);
 }
 
 TEST_CASE("copying a message keeps its id: an id is born once", "[message]") {
