@@ -63,21 +63,18 @@ int version_of(const message_id& id) {
     return id.data[6] >> 4;
 }
 
-// A clock that says whatever the test sets.
-struct wall_clock_stub {
-    std::chrono::system_clock::time_point now{};
-    std::chrono::system_clock::time_point wall_now() const { return now; }
+// A clock set by hand, in steps of `Duration`.
+template <class Duration>
+struct hand_set_clock {
+    std::chrono::sys_time<Duration> now{};
+    std::chrono::sys_time<Duration> wall_now() const { return now; }
 };
-
-// A clock that counts whole milliseconds.
-struct millisecond_clock {
-    std::chrono::sys_time<std::chrono::milliseconds> now{};
-    std::chrono::sys_time<std::chrono::milliseconds> wall_now() const { return now; }
-};
+using fine_clock = hand_set_clock<std::chrono::system_clock::duration>;
+using millisecond_clock = hand_set_clock<std::chrono::milliseconds>;
 
 // The generator keeps a pointer to its clock: a temporary one is refused at compile time.
-static_assert(std::is_constructible_v<message_id_generator, std::uint64_t, wall_clock_stub&>);
-static_assert(!std::is_constructible_v<message_id_generator, std::uint64_t, wall_clock_stub>);
+static_assert(std::is_constructible_v<message_id_generator, std::uint64_t, fine_clock&>);
+static_assert(!std::is_constructible_v<message_id_generator, std::uint64_t, fine_clock>);
 static_assert(std::is_constructible_v<message_id_generator, std::uint64_t, millisecond_clock&>);
 
 TEST_CASE("a default message id generator gives RFC 9562 version 7 ids that keep growing, "
@@ -110,7 +107,7 @@ TEST_CASE("a seed and a clock give reproducible time-ordered ids, growing while 
           "stands still or steps back",
           "[message]") {
     using namespace std::chrono_literals;
-    wall_clock_stub clock{.now = std::chrono::system_clock::time_point{1'700'000'000'000ms}};
+    fine_clock clock{.now = std::chrono::system_clock::time_point{1'700'000'000'000ms}};
     message_id_generator a(5, clock), b(5, clock);
     const message_id first = a();
     CHECK(first == b());
