@@ -100,16 +100,18 @@ private:
     }
 
     // RFC 9562 section 6.2, method 1: the first 60 bits are the milliseconds and a counter,
-    // read together as one number that only grows. A new millisecond starts its counter at a
+    // read together as one number that only grows. A later millisecond starts its counter at a
     // random value below 2048, so that two generators seldom meet and the counter has room
-    // to count; a millisecond already used (or one before it) takes the last number plus one,
-    // which carries into the milliseconds once the counter is full.
+    // to count; the same millisecond (or one before it) takes the last number plus one, which
+    // carries into the milliseconds once the counter is full.
     message_id time_ordered() {
         const auto since_epoch = wall_now_(clock_).time_since_epoch();
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count();
         const std::uint64_t millis = ms < 0 ? 0 : static_cast<std::uint64_t>(ms) & 0xFFFF'FFFF'FFFF;
-        const std::uint64_t start = (millis << 12) | (engine_() >> 53);
-        last_ = start > last_ ? start : last_ + 1;
+        if (millis > last_ >> 12)
+            last_ = millis << 12 | engine_() >> 53;
+        else
+            ++last_;
         const std::uint64_t rand_b = engine_();
         // The milliseconds, the version (0111), the counter; then the variant (10), 62 bits.
         const std::uint64_t high = (last_ >> 12) << 16 | 0x7000 | (last_ & 0xFFF);

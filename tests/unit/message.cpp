@@ -58,6 +58,14 @@ std::int64_t unix_millis(const message_id& id) {
     return ms;
 }
 
+// The milliseconds and the counter of a version 7 id, as one 60-bit number.
+std::uint64_t time_and_counter(const message_id& id) {
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < 8; ++i)
+        n = n << 8 | id.data[i];
+    return (n >> 16) << 12 | (n & 0xFFF);
+}
+
 // The version nibble (Boost 1.81 names versions 1 to 5 only).
 int version_of(const message_id& id) {
     return id.data[6] >> 4;
@@ -114,10 +122,12 @@ TEST_CASE("a seed and a clock give reproducible time-ordered ids, growing while 
     CHECK(version_of(first) == 7);
     CHECK(unix_millis(first) == 1'700'000'000'000);
 
-    // 5,000 ids in one millisecond: the 12-bit counter fills up and carries into the time.
+    // 5,000 ids in one millisecond count up by one: the 12-bit counter fills up and carries
+    // into the time.
     message_id last = first;
     for (int i = 0; i < 5000; ++i) {
         const message_id id = a();
+        REQUIRE(time_and_counter(id) == time_and_counter(last) + 1);
         REQUIRE(last < id);
         REQUIRE(id == b());
         last = id;
@@ -127,6 +137,7 @@ TEST_CASE("a seed and a clock give reproducible time-ordered ids, growing while 
 
     clock.now -= 1h; // a clock set back: the ids still grow
     const message_id after_step_back = a();
+    CHECK(time_and_counter(after_step_back) == time_and_counter(last) + 1);
     CHECK(last < after_step_back);
     CHECK(unix_millis(after_step_back) == unix_millis(last));
 
