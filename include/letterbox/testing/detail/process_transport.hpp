@@ -14,6 +14,7 @@
 #include <boost/asio/post.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -87,6 +88,10 @@ public:
         s_->inner.async_close([](std::error_code) {});
     }
     bool dead() const noexcept { return s_->dead; }
+    /// Deliveries this (slow) process received and has not yet handed to its handler. A run
+    /// is quiescent only when none is held: a copy held across a connection drop still
+    /// reaches the handler, after the broker gave it to someone else.
+    std::size_t holding() const noexcept { return s_->held.size(); }
 
     template <class H>
     void async_declare(const topology::exchange& x, H&& h) {

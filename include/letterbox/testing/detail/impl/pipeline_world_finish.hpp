@@ -77,7 +77,7 @@ bool pipeline_world<App>::settled() {
         return false;
     for (const auto& g : groups_)
         for (const auto& p : g.processes)
-            if (!p || p->dead || !p->tag)
+            if (!p || p->dead || !p->tag || p->transport.holding() != 0)
                 return false;
     for (const auto& [id, row] : rows_)
         for (const auto& g : groups_)
