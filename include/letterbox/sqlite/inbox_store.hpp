@@ -102,7 +102,7 @@ public:
                 conn,
                 "INSERT INTO letterbox_inbox (consumer_id, message_id, recorded_at) "
                 "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-                ec, consumer_id, letterbox::to_string(id), detail::to_column(now));
+                ec, consumer_id, key_of(id), detail::to_column(now));
             if (!ec)
                 ec = st->execute();
         }
@@ -115,14 +115,13 @@ public:
 
     /// Whether (`consumer_id`, `id`) is recorded (committed).
     bool contains(std::string_view consumer_id, const message_id& id, std::error_code& ec) {
-        const std::string key = letterbox::to_string(id);
         return detail::run_for_result<bool>(
             db_.get(), ec, [&](connection& c, bool& found) -> std::error_code {
                 std::error_code e;
                 auto st = detail::prepare_bound(c,
                                                 "SELECT 1 FROM letterbox_inbox WHERE consumer_id = "
                                                 "?1 AND message_id = ?2",
-                                                e, consumer_id, key);
+                                                e, consumer_id, key_of(id));
                 if (e)
                     return e;
                 found = st->step(e);
@@ -152,6 +151,11 @@ public:
     }
 
 private:
+    /// The stored form of an id: its 16 bytes (schema step 3).
+    static detail::blob key_of(const message_id& id) noexcept {
+        return {std::string_view(reinterpret_cast<const char*>(id.data), id.size())};
+    }
+
     std::shared_ptr<detail::database_state> db_;
     std::shared_ptr<letterbox::detail::purge_schedule> schedule_;
 };

@@ -28,6 +28,10 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 ///                        by triggers), and the indexes claim, list, stats and purge use
 ///     letterbox_inbox    (consumer_id, message_id) PRIMARY KEY, recorded_at
 ///
+/// Version 2 moves the outbox's delivery state out of the event rows, into narrow tables
+/// (`letterbox_outbox_unpublished`, `_lane`, `_published`). Version 3 stores the inbox's
+/// `message_id` as the id's 16 bytes (a BLOB) instead of its 36 characters of text.
+///
 /// Times are INTEGER microseconds since the Unix epoch (UTC). `headers` and `properties` are
 /// a compact, lossless, versioned binary encoding (every AMQP field type, nested tables, exact
 /// integer widths, raw bytes).

@@ -6,6 +6,7 @@
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/detail/codec.hpp>
 #include <letterbox/sqlite/detail/time.hpp>
+#include <letterbox/sqlite/inbox_store.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
 
 #include "unit/sqlite/temp_directory.hpp"
@@ -15,6 +16,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -312,11 +314,80 @@ TEST_CASE("schema: a read-only open of a version 1 file is store_schema_too_old 
     CHECK(ec == errc::store_schema_too_old);
     CHECK(letterbox::is_store_error(ec));
     CHECK_THAT(db.last_error_message(),
-               Catch::Contains("schema version 1") && Catch::Contains("reads version 2"));
+               Catch::Contains("schema version 1") &&
+                   Catch::Contains("reads version " + std::to_string(schema::latest_version())));
     auto c = open_raw(v1.path);
     CHECK(int_of(c, "SELECT version FROM letterbox_schema_version") == 1);
     CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE name = "
                     "'letterbox_outbox_unpublished'") == 0);
+}
+
+TEST_CASE("schema 3 keeps every inbox record, its key now the id's 16 bytes, and the inbox "
+          "still absorbs the messages it recorded before",
+          "[sqlite][schema]") {
+    temp_directory dir;
+    const auto path = dir.file("v2.db");
+    letterbox::message_id_generator ids{78};
+    const auto early = ids(), late = ids(), other = ids();
+    {
+        // Version 2, with the inbox records the previous release wrote: the id's text.
+        auto c = open_raw(path);
+        REQUIRE_FALSE(c.exec("BEGIN"));
+        for (int step = 0; step < 2; ++step)
+            REQUIRE_FALSE(c.exec(schema::migrations()[static_cast<std::size_t>(step)].sql));
+        REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
+                             "version INTEGER NOT NULL)"));
+        REQUIRE_FALSE(c.exec("INSERT INTO letterbox_schema_version VALUES "
+                             "('letterbox.sqlite', 2)"));
+        const auto record = [&](const char* consumer, const std::string& key, std::int64_t at) {
+            std::error_code ec;
+            auto st = c.prepare("INSERT INTO letterbox_inbox VALUES (?1, ?2, ?3)", ec);
+            REQUIRE_FALSE(ec);
+            st->bind_text(1, consumer);
+            st->bind_text(2, key);
+            st->bind_int64(3, at);
+            REQUIRE_FALSE(st->execute());
+        };
+        const auto at = [](std::chrono::seconds after) {
+            return letterbox::sqlite::detail::to_column(t0() + after);
+        };
+        record("billing", letterbox::to_string(early), at(1s));
+        record("billing", letterbox::to_string(late), at(5s));
+        record("shipping", letterbox::to_string(early), at(2s));
+        record("shipping", "held", at(3s)); // written by hand: not an id, kept as it is
+        REQUIRE_FALSE(c.exec("COMMIT"));
+    }
+
+    auto db = database::open(path); // migrates to the latest version
+    auto c = open_raw(path);
+    CHECK(int_of(c, "SELECT version FROM letterbox_schema_version") == schema::latest_version());
+    CHECK(int_of(c, "SELECT count(*) FROM letterbox_inbox") == 4);
+    CHECK(int_of(c, "SELECT count(*) FROM letterbox_inbox WHERE typeof(message_id) = 'blob' "
+                    "AND length(message_id) = 16") == 3);
+    CHECK(int_of(c, "SELECT count(*) FROM letterbox_inbox WHERE message_id = 'held'") == 1);
+
+    letterbox::sqlite::inbox_store inbox(db);
+    std::error_code ec;
+    CHECK(inbox.contains("billing", early, ec));
+    CHECK(inbox.contains("billing", late, ec));
+    CHECK(inbox.contains("shipping", early, ec));
+    CHECK_FALSE(inbox.contains("shipping", late, ec));
+    CHECK_FALSE(inbox.contains("billing", other, ec));
+    CHECK_FALSE(ec);
+    {
+        // A redelivery of what was recorded before the upgrade is absorbed; a new message is not.
+        auto uow = db.begin();
+        CHECK(inbox.try_record(uow, "billing", early, t0() + 10s) == errc::already_processed);
+        CHECK_FALSE(inbox.try_record(uow, "billing", other, t0() + 10s));
+        REQUIRE_FALSE(uow.commit());
+    }
+    CHECK(inbox.contains("billing", other, ec));
+    // Retention still purges by recorded_at, through the index the step re-created.
+    CHECK(inbox.purge(t0() + 4s, ec) == 3); // billing/early, shipping/early, shipping/held
+    CHECK_FALSE(ec);
+    CHECK(inbox.contains("billing", late, ec));
+    CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = "
+                    "'letterbox_inbox_recorded_at'") == 1);
 }
 
 } // namespace unit_sqlite_schema

@@ -55,9 +55,20 @@ inline void bind_parameter(statement& st, int index, std::int64_t value) noexcep
     st.bind_int64(index, value);
 }
 
+/// Bytes to bind as a BLOB (see `prepare_bound`).
+struct blob {
+    std::string_view bytes;
+};
+
+/// Binds `value` to parameter `index` of `st` as a BLOB (see `prepare_bound`).
+inline void bind_parameter(statement& st, int index, blob value) noexcept {
+    st.bind_blob(index, value.bytes);
+}
+
 /// Borrows the cached statement for `sql` from `c` and binds `args` to its parameters ?1, ?2,
-/// ... in order: string-like ones as TEXT, `std::int64_t` ones as INTEGER (the results of the
-/// binds are not checked). On a failed prepare, `ec` holds the error and nothing is bound.
+/// ... in order: string-like ones as TEXT, `std::int64_t` ones as INTEGER, `blob`s as BLOB
+/// (the results of the binds are not checked). On a failed prepare, `ec` holds the error and
+/// nothing is bound.
 template <class... Args>
 connection::prepared prepare_bound(connection& c, std::string_view sql, std::error_code& ec,
                                    const Args&... args) {
