@@ -12,6 +12,10 @@
 //               `async_publish` (mandatory, confirm mode) with a completion handler, 100 publishes
 //               in flight; a consumer (prefetch 100) whose handler calls `async_ack`. Completion
 //               handlers run on a single-threaded `io_context`.
+//   floor       what the transport row's contract costs at the least: the broker row's channel
+//               path in confirm mode with mandatory publishes, 100 in flight, plus four posts to
+//               the io_context per message (the start and the completion of the publish and of
+//               the ack) and one copy of the message for the handler, and nothing else.
 //   bare        the baseline: a `std::deque` of a message-like struct guarded by a `std::mutex`;
 //               push, pop, "ack" = nothing.
 //
@@ -25,6 +29,7 @@
 #include "../report.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -192,6 +197,77 @@ double run_transport(std::uint64_t n) {
     return static_cast<double>(n) / s;
 }
 
+// -- floor: the least that the transport row's contract costs --------------------------------
+
+// The channel path with what the transport row asks of the broker (confirm mode, mandatory
+// publishes, 100 in flight), plus exactly what the transport's contract adds per message, and
+// nothing else: four posts to the io_context (the start and the completion of the publish and
+// of the ack: an operation starts after its caller returns, and a completion never runs inside
+// the call that started it) and one copy of the message for the handler (the broker keeps its
+// own until the ack). No operation state, work guard, cancellation slot or type-erased handler:
+// a transport that keeps the contract cannot do less.
+double run_floor(std::uint64_t n) {
+    boost::asio::io_context io;
+    im::broker b(io.get_executor());
+    auto conn = b.connect("bench");
+    auto ch = conn.open_channel();
+    if (ch.queue_declare(lb::topology::queue{.name = "bench"}) || ch.confirm_select())
+        std::abort();
+    ch.basic_qos(prefetch);
+    std::uint64_t seen = 0, received = 0, acked = 0, confirmed = 0, started = 0;
+    std::function<void()> publish_next = [&] {
+        if (started == n)
+            return;
+        lb::message m;
+        m.routing_key = "bench";
+        m.body = make_body(started++);
+        boost::asio::post(io, [&ch, m = std::move(m)]() mutable { // the publish's start
+            if (ch.basic_publish(std::move(m), true))
+                std::abort();
+        });
+    };
+    ch.on_confirm([&](std::uint64_t, bool ack, bool multiple) {
+        if (!ack || multiple)
+            std::abort();
+        boost::asio::post(io, [&] { // the publish's completion: the next publish of its chain
+            ++confirmed;
+            publish_next();
+        });
+    });
+    std::error_code ec;
+    ch.basic_consume(
+        "bench",
+        [&](const im::basic_delivery& d) {
+            const lb::message copy = *d.msg; // the handler's delivery
+            seen += static_cast<unsigned char>(copy.body[0]);
+            ++received;
+            boost::asio::post(io, [&, tag = d.delivery_tag] { // the ack's start
+                if (ch.basic_ack(tag))
+                    std::abort();
+                boost::asio::post(io, [&] { ++acked; }); // the ack's completion
+            });
+        },
+        ec);
+    if (ec)
+        std::abort();
+    io.run();
+    io.restart();
+    const double t0 = cpu_now();
+    for (unsigned i = 0; i < prefetch; ++i)
+        publish_next();
+    io.run();
+    const double s = cpu_now() - t0;
+    if (confirmed != n || received != n || acked != n || b.counters().acked != n) {
+        std::fprintf(stderr, "floor: confirmed %llu received %llu acked %llu of %llu\n",
+                     static_cast<unsigned long long>(confirmed),
+                     static_cast<unsigned long long>(received),
+                     static_cast<unsigned long long>(acked), static_cast<unsigned long long>(n));
+        std::exit(1);
+    }
+    sink = sink + seen;
+    return static_cast<double>(n) / s;
+}
+
 struct row {
     const char* name;
     bench::rounds model;
@@ -227,7 +303,8 @@ int main(int argc, char** argv) {
     };
     const row rows[] = {
         measure("broker (channel: publish, consume prefetch 100, ack)", run_broker),
-        measure("in_memory::transport (async_publish, consume, async_ack)", run_transport)};
+        measure("in_memory::transport (async_publish, consume, async_ack)", run_transport),
+        measure("floor of the transport's contract (channel + 4 posts + copy)", run_floor)};
 
     std::printf("\n%-58s %12s %6s %9s %12s %6s %8s\n", "path (medians)", "model msg/s", "spread",
                 "ns/msg", "bare msg/s", "spread", "ratio");
@@ -246,6 +323,10 @@ int main(int argc, char** argv) {
                 "(%.3fx): %s\n",
                 transport >= 2e6 ? "met" : "MISSED", transport / broker,
                 transport >= 0.5 * broker ? "met" : "MISSED");
+    const double floor = rows[2].model.mid();
+    std::printf("the transport row's floor is %.3fx the broker row; the transport row is %.3fx "
+                "its floor\n",
+                floor / broker, transport / floor);
     load.end();
     return 0;
 }
