@@ -58,6 +58,14 @@ std::string make_body(std::uint64_t i) {
     return std::string(body_size, static_cast<char>('a' + i % 26));
 }
 
+// The message every model side publishes: to the queue `bench` through the default exchange.
+lb::message bench_message(std::uint64_t i) {
+    lb::message m;
+    m.routing_key = "bench";
+    m.body = make_body(i);
+    return m;
+}
+
 // Keeps the compiler from dropping the consumer's work.
 volatile std::uint64_t sink = 0;
 
@@ -126,10 +134,7 @@ double run_broker(std::uint64_t n) {
         std::abort();
     const double t0 = cpu_now();
     for (std::uint64_t i = 0; i < n; ++i) {
-        lb::message m;
-        m.routing_key = "bench";
-        m.body = make_body(i);
-        ch.basic_publish(std::move(m));
+        ch.basic_publish(bench_message(i));
     }
     const double s = cpu_now() - t0;
     if (received != n || b.counters().acked != n || b.total_ready() != 0 ||
@@ -173,10 +178,7 @@ double run_transport(std::uint64_t n) {
     std::function<void()> publish_next = [&] {
         if (started == n)
             return;
-        lb::message m;
-        m.routing_key = "bench";
-        m.body = make_body(started++);
-        t.async_publish(std::move(m), [&](std::error_code ec) {
+        t.async_publish(bench_message(started++), [&](std::error_code ec) {
             check(ec);
             ++confirmed;
             publish_next();
@@ -218,10 +220,7 @@ double run_floor(std::uint64_t n) {
     std::function<void()> publish_next = [&] {
         if (started == n)
             return;
-        lb::message m;
-        m.routing_key = "bench";
-        m.body = make_body(started++);
-        boost::asio::post(io, [&ch, m = std::move(m)]() mutable { // the publish's start
+        boost::asio::post(io, [&ch, m = bench_message(started++)]() mutable { // the publish's start
             if (ch.basic_publish(std::move(m), true))
                 std::abort();
         });

@@ -147,6 +147,27 @@ sqlite3_stmt* prepare_or_die(sqlite3* db, const char* sql) {
     return st;
 }
 
+// A raw connection to `path` with the settings letterbox's connections use (WAL,
+// synchronous=NORMAL), for the baselines that run the same SQL without letterbox.
+sqlite3* open_raw(const std::string& path) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path.c_str(), &db) != SQLITE_OK)
+        std::exit(1);
+    exec_or_die(db, "PRAGMA journal_mode=WAL");
+    exec_or_die(db, "PRAGMA synchronous=NORMAL");
+    return db;
+}
+
+// Runs `st` (a statement that returns no row) and resets it.
+void step_or_die(sqlite3* db, sqlite3_stmt* st) {
+    const int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        std::fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(db));
+        std::exit(1);
+    }
+}
+
 // ---- append ------------------------------------------------------------------------------
 
 /// The enrollment service's business write, in `uow`.
@@ -196,11 +217,7 @@ double append_raw(std::size_t rows) {
     // letterbox creates the schema (the same outbox table, indexes and triggers); from here on
     // only raw sqlite3 calls touch the file.
     { auto db = open_database(s.file("raw.db")); }
-    sqlite3* db = nullptr;
-    if (sqlite3_open(s.file("raw.db").c_str(), &db) != SQLITE_OK)
-        std::exit(1);
-    exec_or_die(db, "PRAGMA journal_mode=WAL");
-    exec_or_die(db, "PRAGMA synchronous=NORMAL");
+    sqlite3* db = open_raw(s.file("raw.db"));
     sqlite3_stmt* begin = prepare_or_die(db, "BEGIN IMMEDIATE");
     sqlite3_stmt* commit = prepare_or_die(db, "COMMIT");
     sqlite3_stmt* business = prepare_or_die(
@@ -231,13 +248,8 @@ double append_raw(std::size_t rows) {
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
 
-    auto step = [&](sqlite3_stmt* st) {
-        const int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
-            std::fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(db));
-            std::exit(1);
-        }
+    auto step = [db](sqlite3_stmt* st) {
+        step_or_die(db, st);
     };
     const auto t0 = wall::now();
     for (std::size_t i = 0; i < rows; ++i) {
@@ -601,11 +613,7 @@ double inbox_group_commit(std::size_t n, bool with_inbox) {
 double raw_group(std::size_t n, bool with_inbox) {
     scratch s(with_inbox ? "raw-group" : "raw-group-plain");
     { auto created = grants_database(s.file("raw.db")); } // letterbox's schema, and `grants`
-    sqlite3* db = nullptr;
-    if (sqlite3_open(s.file("raw.db").c_str(), &db) != SQLITE_OK)
-        std::exit(1);
-    exec_or_die(db, "PRAGMA journal_mode=WAL");
-    exec_or_die(db, "PRAGMA synchronous=NORMAL");
+    sqlite3* db = open_raw(s.file("raw.db"));
     sqlite3_stmt* begin = prepare_or_die(db, "BEGIN IMMEDIATE");
     sqlite3_stmt* commit = prepare_or_die(db, "COMMIT");
     sqlite3_stmt* savepoint = prepare_or_die(db, "SAVEPOINT message");
@@ -619,13 +627,8 @@ double raw_group(std::size_t n, bool with_inbox) {
     const auto messages = inbox_messages(n);
     for (const auto& m : messages)
         texts.push_back(lb::to_string(m.id));
-    auto step = [&](sqlite3_stmt* st) {
-        const int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
-            std::fprintf(stderr, "sqlite: %s\n", sqlite3_errmsg(db));
-            std::exit(1);
-        }
+    auto step = [db](sqlite3_stmt* st) {
+        step_or_die(db, st);
     };
     const std::int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                     std::chrono::system_clock::now().time_since_epoch())
