@@ -45,6 +45,17 @@ connection open_raw(const std::string& path) {
     return c;
 }
 
+/// Installs the schema as release `version` left it, in `c`'s open transaction: the steps up
+/// to `version` and the version row.
+void install_schema(connection& c, int version) {
+    for (int step = 0; step < version; ++step)
+        REQUIRE_FALSE(c.exec(schema::migrations()[static_cast<std::size_t>(step)].sql));
+    REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
+                         "version INTEGER NOT NULL)"));
+    REQUIRE_FALSE(c.exec("INSERT INTO letterbox_schema_version VALUES ('letterbox.sqlite', " +
+                         std::to_string(version) + ")"));
+}
+
 } // namespace
 
 TEST_CASE("schema lists its migrations from version 1 without gaps", "[sqlite][schema]") {
@@ -162,11 +173,7 @@ struct version_1_outbox {
     version_1_outbox() {
         auto c = open_raw(path);
         REQUIRE_FALSE(c.exec("BEGIN"));
-        REQUIRE_FALSE(c.exec(schema::migrations()[0].sql));
-        REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
-                             "version INTEGER NOT NULL)"));
-        REQUIRE_FALSE(c.exec("INSERT INTO letterbox_schema_version VALUES "
-                             "('letterbox.sqlite', 1)"));
+        install_schema(c, 1);
         // In sequence order: a1 a2 a3 b1 b2 c1 n1 x1.
         for (const auto* name : {"a1", "a2", "a3", "b1", "b2", "c1", "n1", "x1"})
             insert(c, name);
@@ -333,12 +340,7 @@ TEST_CASE("schema 3 keeps every inbox record, its key now the id's 16 bytes, and
         // Version 2, with the inbox records the previous release wrote: the id's text.
         auto c = open_raw(path);
         REQUIRE_FALSE(c.exec("BEGIN"));
-        for (int step = 0; step < 2; ++step)
-            REQUIRE_FALSE(c.exec(schema::migrations()[static_cast<std::size_t>(step)].sql));
-        REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
-                             "version INTEGER NOT NULL)"));
-        REQUIRE_FALSE(c.exec("INSERT INTO letterbox_schema_version VALUES "
-                             "('letterbox.sqlite', 2)"));
+        install_schema(c, 2);
         const auto record = [&](const char* consumer, const std::string& key, std::int64_t at) {
             std::error_code ec;
             auto st = c.prepare("INSERT INTO letterbox_inbox VALUES (?1, ?2, ?3)", ec);
