@@ -13,6 +13,7 @@
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/disposition.hpp>
 #include <letterbox/group_commit_options.hpp>
+#include <letterbox/group_options.hpp>
 #include <letterbox/steady_clock.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -74,6 +75,10 @@ struct consumer_options {
     /// its waits: the constructor throws `errc::precondition_failed`). With a
     /// `handler_executor`, each batch runs there in one go.
     group_commit_options group_commit{};
+    /// Off by default. With a key function, message groups (docs/message-groups.md): the
+    /// deliveries of one group are handled one at a time, in the order they arrived; those of
+    /// different groups in parallel, up to `groups.concurrency`.
+    group_options groups{};
 };
 
 /// What a consumer has seen, for metrics and tests.
@@ -129,6 +134,10 @@ struct consumer_stats {
 /// `store_retry_max`), whatever `on_failure` says, so it is never dead-lettered or dropped for
 /// it, and a locked database never turns into a hot requeue loop. If the process dies
 /// meanwhile, the broker redelivers the held message.
+///
+/// With `consumer_options::groups`, a delivery waits until the one before it in its group is
+/// settled, so the deliveries of a group are handled in order while groups run side by side
+/// (docs/message-groups.md).
 ///
 /// With `consumer_options::group_commit`, deliveries are handled in batches that commit once:
 /// the acks of a batch wait for its commit, and a failed commit hands every delivery of the

@@ -56,11 +56,14 @@ public:
         d.failure_ = std::move(f);
         return d;
     }
-    static disposition forward(message m, handler_failure f, purpose p) {
+    /// `delay`: for a `redeliver` forward, how long the copy will wait in its retry queue.
+    static disposition forward(message m, handler_failure f, purpose p,
+                               std::chrono::milliseconds delay = {}) {
         disposition d(kind::forward);
         d.message_ = std::move(m);
         d.failure_ = std::move(f);
         d.purpose_ = p;
+        d.delay_ = delay;
         return d;
     }
 
@@ -70,7 +73,8 @@ public:
     /// The failure behind anything but `ack`.
     const handler_failure* failure() const noexcept { return failure_ ? &*failure_ : nullptr; }
     handler_failure* failure() noexcept { return failure_ ? &*failure_ : nullptr; }
-    /// `retry_in` only.
+    /// `retry_in`: the wait; a `forward` for `purpose::redeliver`: how long the copy waits in
+    /// its retry queue (a consumer that keeps a group in strict order waits it in place).
     std::chrono::milliseconds delay() const noexcept { return delay_; }
     /// `forward` only: the message to publish before acknowledging.
     const message* forwarded() const noexcept { return message_ ? &*message_ : nullptr; }

@@ -83,6 +83,8 @@ enum class errc {
     missing_idempotency_key, ///< the message has no idempotency key (no message id, or none
                              ///< that the consumer's key function found): it cannot be
                              ///< deduplicated, so it is refused rather than handled unguarded
+    missing_group_key,       ///< the message has no group key, and the consumer's groups
+                             ///< refuse such messages rather than guess an order for them
 };
 
 /// The `std::error_category` of `letterbox::errc`.
@@ -191,6 +193,9 @@ public:
         case errc::missing_idempotency_key:
             return "the message has no idempotency key (no message id, or none found by the "
                    "consumer's key function), so the inbox cannot deduplicate it";
+        case errc::missing_group_key:
+            return "the message has no group key (no x-letterbox-group header, or none found by "
+                   "the consumer's key function), so its order is unknown";
         }
         return "unknown letterbox error";
     }

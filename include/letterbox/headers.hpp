@@ -42,6 +42,12 @@ inline constexpr std::string_view death_history = "x-letterbox-death-history";
 /// The aggregate a message belongs to (outbox ordering key).
 inline constexpr std::string_view aggregate_type = "x-letterbox-aggregate-type";
 inline constexpr std::string_view aggregate_id = "x-letterbox-aggregate-id";
+/// The message group (a longstr): a consumer with `consumer_options::groups` handles the
+/// messages of one group one at a time, in order (docs/message-groups.md).
+inline constexpr std::string_view group = "x-letterbox-group";
+/// The deduplication id a producer chose (a longstr); without it, the message id is the one.
+/// `idempotency_key::by_dedup_id` reads it.
+inline constexpr std::string_view dedup_id = "x-letterbox-dedup-id";
 
 // --- RabbitMQ's headers -----------------------------------------------------------------
 

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/header_text.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/foreign_message_id.hpp>
+#include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/payload.hpp>
 
@@ -65,13 +67,8 @@ public:
         const auto* v = m.headers.find(name_);
         if (v == nullptr)
             return std::nullopt;
-        if (const auto* s = v->get_if<std::string>())
-            return from_text(*s);
-        if (const auto* b = v->get_if<byte_array>())
-            return from_text(std::string_view(reinterpret_cast<const char*>(b->data()), b->size()));
-        if (const auto n = v->as_integer()) // not a boolean: as_integer leaves those out
-            return from_text(std::to_string(*n));
-        return std::nullopt;
+        const auto text = detail::header_text(*v);
+        return text ? from_text(*text) : std::nullopt;
     }
 
     /// The header's name.
@@ -79,6 +76,23 @@ public:
 
 private:
     std::string name_;
+};
+
+/// The producer's deduplication id (`headers::dedup_id`, as with SQS FIFO's
+/// `MessageDeduplicationId`), else the message id: a producer that sends the same business
+/// request twice under two message ids gives both the same deduplication id, and the inbox keeps
+/// the second from having an effect for as long as it keeps the first's record (the window,
+/// `idempotent_handler::with_retention`). A header present but unusable (empty, or not a text
+/// or an integer) gives no key, so that the message is refused rather than deduplicated on an
+/// id its producer did not mean.
+struct by_dedup_id {
+    std::optional<message_id> operator()(const message& m) const {
+        if (const auto* v = m.headers.find(headers::dedup_id)) {
+            const auto text = detail::header_text(*v);
+            return text ? from_text(*text) : std::nullopt;
+        }
+        return by_message_id{}(m);
+    }
 };
 
 /// The key is a field of the message's JSON body, named by a JSON pointer (RFC 6901, such as

@@ -39,6 +39,8 @@
 #include <letterbox/error_code.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/group_commit_options.hpp>
+#include <letterbox/group_key.hpp>
+#include <letterbox/group_options.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/handling.hpp>
 #include <letterbox/headers.hpp>

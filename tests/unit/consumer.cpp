@@ -192,38 +192,7 @@ namespace {
 
 namespace mw = letterbox::middleware;
 
-// The world of the tests below: one thread and a virtual clock, so that the consumer's waits
-// (a store back-off) cost no real time.
-struct sim_world : test_support::simulation {
-    letterbox::in_memory::transport transport{broker, "consumer"};
-    letterbox::message_id_generator ids{31};
-
-    void declare(const std::string& queue) {
-        letterbox::topology::queue q;
-        q.name = queue;
-        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(q, h); }));
-    }
-    letterbox::message publish(const std::string& queue, std::string body) {
-        letterbox::message m;
-        m.id = ids();
-        m.routing_key = queue;
-        m.body = std::move(body);
-        REQUIRE_FALSE(await([&](auto h) { transport.async_publish(m, h); }));
-        return m;
-    }
-    template <class Consumer>
-    void start(Consumer& c) {
-        std::optional<std::error_code> started;
-        c.async_start([&](std::error_code ec, const std::string&) { started = ec; });
-        REQUIRE(drive_until([&] { return started.has_value(); }));
-        REQUIRE_FALSE(*started);
-    }
-    // Messages the broker still holds for `queue`, ready or delivered and unacknowledged.
-    std::size_t held(const std::string& queue) const {
-        const auto q = broker.queue(queue);
-        return q ? q->ready + q->unacked : 0;
-    }
-};
+using unit_consumer_support::sim_world;
 
 // Runs a consumer whose handler fails for good on the first delivery, behind a dead_letter
 // layer whose copy cannot be published, and checks that the original came back.

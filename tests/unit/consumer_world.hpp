@@ -8,12 +8,15 @@
 #include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include "support/simulation.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -82,6 +85,41 @@ struct world {
         });
         REQUIRE(run_until([&] { return tag.has_value(); }));
         return *tag;
+    }
+};
+
+/// The same on one thread and a virtual clock (`test_support::simulation`), so that the
+/// consumer's waits (a store back-off, a retry delay, a handler's timer) cost no real time.
+struct sim_world : test_support::simulation {
+    letterbox::in_memory::transport transport{broker, "consumer"};
+    letterbox::message_id_generator ids{31};
+
+    void declare(const std::string& queue) {
+        letterbox::topology::queue q;
+        q.name = queue;
+        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(q, h); }));
+    }
+    letterbox::message publish(const std::string& queue, std::string body,
+                               letterbox::field_table headers = {}) {
+        letterbox::message m;
+        m.id = ids();
+        m.routing_key = queue;
+        m.body = std::move(body);
+        m.headers = std::move(headers);
+        REQUIRE_FALSE(await([&](auto h) { transport.async_publish(m, h); }));
+        return m;
+    }
+    template <class Consumer>
+    void start(Consumer& c) {
+        std::optional<std::error_code> started;
+        c.async_start([&](std::error_code ec, const std::string&) { started = ec; });
+        REQUIRE(drive_until([&] { return started.has_value(); }));
+        REQUIRE_FALSE(*started);
+    }
+    /// Messages the broker still holds for `queue`, ready or delivered and unacknowledged.
+    std::size_t held(const std::string& queue) const {
+        const auto q = broker.queue(queue);
+        return q ? q->ready + q->unacked : 0;
     }
 };
 

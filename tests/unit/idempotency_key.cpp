@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <letterbox/idempotency_key.hpp>
 
+#include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
 
 #include <catch2/catch.hpp>
@@ -65,6 +66,24 @@ TEST_CASE("a header key reads strings, byte arrays and integers, and nothing els
         m.headers.set("x-idempotency-key", v);
         CHECK_FALSE(k(m));
     }
+}
+
+TEST_CASE("the dedup id key is the producer's x-letterbox-dedup-id, else the message id",
+          "[idempotency_key]") {
+    letterbox::message m;
+    CHECK_FALSE(key::by_dedup_id{}(m));
+    letterbox::message_id_generator ids{9};
+    m.id = ids();
+    CHECK(key::by_dedup_id{}(m) == m.id);
+    m.headers.set(letterbox::headers::dedup_id, std::string("order-7-v1"));
+    CHECK(key::by_dedup_id{}(m) == key::from_text("order-7-v1"));
+    // Two messages with two ids and one dedup id are one key.
+    letterbox::message again = m;
+    again.id = ids();
+    CHECK(key::by_dedup_id{}(again) == key::by_dedup_id{}(m));
+    // A dedup id present but unusable is no key: never the message id in its place.
+    m.headers.set(letterbox::headers::dedup_id, std::string());
+    CHECK_FALSE(key::by_dedup_id{}(m));
 }
 
 TEST_CASE("a body field key reads a JSON pointer's string or integer, and nothing else",

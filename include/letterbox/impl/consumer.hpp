@@ -7,6 +7,7 @@
 #include <letterbox/consumer_event.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/async_op.hpp>
+#include <letterbox/detail/delivery_groups.hpp>
 #include <letterbox/detail/run_inner.hpp>
 #include <letterbox/detail/run_inner_async.hpp>
 #include <letterbox/disposition.hpp>
@@ -14,6 +15,7 @@
 #include <letterbox/error_code.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/handling.hpp>
+#include <letterbox/message.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -68,15 +70,47 @@ struct consumer<Transport, Handler, Clock>::state {
                 throw error(errc::precondition_failed,
                             "consumer_options::group_commit.max_delay must be positive");
         }
+        if (options.groups.enabled())
+            groups.emplace(options.groups, options.consume.prefetch);
+    }
+
+    /// A delivery arrived from the broker: counted, then handled, or put in its group's line.
+    static void received(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d) {
+        s->in_flight.fetch_add(1, std::memory_order_relaxed);
+        s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
+        s->observe(consumer_event::kind::delivered, *d);
+        if (!s->groups)
+            return handle(s, std::move(d), 1);
+        std::vector<std::shared_ptr<const delivery>> start;
+        if (!s->groups->admit(d, start)) {
+            middleware::handler_failure f;
+            f.error = errc::missing_group_key;
+            f.exception_message = f.error.message();
+            f.permanent = true;
+            f.reason = std::string(middleware::death_reason::missing_group_key);
+            return settle(s, std::move(d), 1,
+                          disposition::reject(std::move(f), disposition::purpose::dead_letter), 0);
+        }
+        for (auto& next : start)
+            handle(s, std::move(next), 1);
+    }
+
+    /// Whether a group waits for its head (`group_order::strict`).
+    bool strict_groups() const noexcept { return groups && groups->strict(); }
+
+    /// A delivery of a group was settled: the next of its line may run (posted, so that a long
+    /// line of synchronous handlers does not nest one call in the other).
+    static void release(const std::shared_ptr<state>& s, const delivery& d) {
+        std::vector<std::shared_ptr<const delivery>> start;
+        s->groups->settled(d, start);
+        for (auto& next : start)
+            boost::asio::post(s->transport->get_executor(), [s, next = std::move(next)]() mutable {
+                handle(s, std::move(next), 1);
+            });
     }
 
     static void handle(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
                        std::uint32_t run, std::uint32_t store_failures = 0) {
-        if (run == 1 && store_failures == 0) {
-            s->in_flight.fetch_add(1, std::memory_order_relaxed);
-            s->counts.delivered.fetch_add(1, std::memory_order_relaxed);
-            s->observe(consumer_event::kind::delivered, *d);
-        }
         if constexpr (letterbox::detail::runs_async<Handler>) {
             // A coroutine pipeline: it waits without holding the thread, on the pool if any.
             const auto ex = s->options.handler_executor
@@ -305,7 +339,7 @@ struct consumer<Transport, Handler, Clock>::state {
             c.acked.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::acked, *d);
             t->async_ack(*d, ignore);
-            return settled(s);
+            return settled(s, *d);
         case disposition::kind::fail: {
             c.failed.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::failed, *d, r.failure());
@@ -318,29 +352,43 @@ struct consumer<Transport, Handler, Clock>::state {
             // fails the same way on every delivery: requeueing it would spin forever.
             if (s->options.on_failure == failure_action::requeue && !r.failure()->permanent) {
                 t->async_nack(*d, true, ignore);
-                return settled(s);
+                return settled(s, *d);
             }
             s->observe(consumer_event::kind::rejected, *d, r.failure());
             t->async_reject(*d, false, ignore);
-            return settled(s);
+            return settled(s, *d);
         }
         case disposition::kind::requeue:
             c.failed.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::failed, *d);
             t->async_nack(*d, true, ignore);
-            return settled(s);
+            return settled(s, *d);
         case disposition::kind::reject:
             count(*s, r.why(), *d, s->observed_reason(r));
             s->observe(consumer_event::kind::rejected, *d);
             t->async_reject(*d, false, ignore);
-            return settled(s);
+            return settled(s, *d);
         case disposition::kind::retry_in:
             c.retried.fetch_add(1, std::memory_order_relaxed);
             s->observe(consumer_event::kind::retried, *d, r.failure());
             return retry_later(s, std::move(d), run, r.delay());
         case disposition::kind::forward:
-            return forward(s, std::move(d), std::move(r));
+            if (s->strict_groups() && r.why() == disposition::purpose::redeliver)
+                return redeliver_in_place(s, std::move(d), std::move(r));
+            return forward(s, std::move(d), std::move(r), store_failures);
         }
+    }
+
+    /// A strict group waits for its head: instead of publishing the copy to its retry queue,
+    /// the consumer keeps the delivery, waits the copy's delay, and handles the copy as the
+    /// broker would have brought it back (its headers count the attempt), as a first run.
+    static void redeliver_in_place(const std::shared_ptr<state>& s,
+                                   std::shared_ptr<const delivery> d, disposition r) {
+        auto copy = std::make_shared<delivery>(*d);
+        copy->msg.headers = r.forwarded()->headers;
+        s->counts.retried.fetch_add(1, std::memory_order_relaxed);
+        s->observe(consumer_event::kind::retried, *d, r.failure());
+        retry_later(s, std::move(copy), 0, r.delay());
     }
 
     static void count(state& s, disposition::purpose p, const delivery& d,
@@ -445,28 +493,31 @@ struct consumer<Transport, Handler, Clock>::state {
     }
 
     static void forward(const std::shared_ptr<state>& s, std::shared_ptr<const delivery> d,
-                        disposition r) {
+                        disposition r, std::uint32_t store_failures) {
         const auto purpose = r.why();
         std::weak_ptr<state> weak = s;
-        s->transport->async_publish(
-            *r.forwarded(),
-            [weak, d = std::move(d), purpose, reason = s->observed_reason(r)](std::error_code ec) {
-                auto self = weak.lock();
-                if (!self)
-                    return;
-                auto ignore = [](std::error_code) {
-                };
-                if (ec) {
-                    // Not stored, or not known to be: keep the original.
-                    self->counts.forward_failed.fetch_add(1, std::memory_order_relaxed);
-                    self->observe(consumer_event::kind::forward_failed, *d);
-                    self->transport->async_nack(*d, true, ignore);
-                } else {
-                    count(*self, purpose, *d, reason);
-                    self->transport->async_ack(*d, ignore);
-                }
-                settled(self);
-            });
+        s->transport->async_publish(*r.forwarded(), [weak, d = std::move(d), purpose,
+                                                     reason = s->observed_reason(r),
+                                                     store_failures](std::error_code ec) {
+            auto self = weak.lock();
+            if (!self)
+                return;
+            auto ignore = [](std::error_code) {
+            };
+            if (ec) {
+                // Not stored, or not known to be: keep the original. A strict group keeps
+                // it at its head, handled again after a back-off; otherwise it is requeued.
+                self->counts.forward_failed.fetch_add(1, std::memory_order_relaxed);
+                self->observe(consumer_event::kind::forward_failed, *d);
+                if (self->strict_groups())
+                    return wait_for_store(self, std::move(d), 1, store_failures);
+                self->transport->async_nack(*d, true, ignore);
+            } else {
+                count(*self, purpose, *d, reason);
+                self->transport->async_ack(*d, ignore);
+            }
+            settled(self, *d);
+        });
     }
 
     using wait_op = detail::async_op<void(error_code)>;
@@ -479,8 +530,11 @@ struct consumer<Transport, Handler, Clock>::state {
                          boost::asio::cancellation_type::total);
     }
 
-    /// A delivery left the consumer's hands: tell the waiters when it was the last one.
-    static void settled(const std::shared_ptr<state>& s) {
+    /// A delivery left the consumer's hands: the next of its group may run, and the waiters
+    /// are told when it was the last one.
+    static void settled(const std::shared_ptr<state>& s, const delivery& d) {
+        if (s->groups)
+            release(s, d);
         if (s->in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1)
             check_idle(s);
     }
@@ -580,6 +634,8 @@ struct consumer<Transport, Handler, Clock>::state {
     std::uint64_t batch_generation = 0; // batches started so far
     bool batch_running = false;
     bool batch_timer = false; // a timer will start the waiting batch
+    // Message groups, when on (transport's executor only).
+    std::optional<detail::delivery_groups> groups{};
 };
 
 template <class Transport, class Handler, class Clock>
@@ -590,7 +646,7 @@ auto consumer<Transport, Handler, Clock>::async_start(Token&& token) {
         state_->options.consume,
         [weak](delivery d) {
             if (auto s = weak.lock())
-                state::handle(s, std::make_shared<const delivery>(std::move(d)), 1);
+                state::received(s, std::make_shared<const delivery>(std::move(d)));
         },
         std::forward<Token>(token));
 }

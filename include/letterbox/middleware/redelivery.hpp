@@ -18,6 +18,7 @@
 
 #include <boost/uuid/uuid_io.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -84,7 +85,8 @@ private:
         // TTL bounds it, so a message never waits longer than its level.
         if (decision.delay < level)
             copy.properties.expiration = std::to_string(decision.delay.count());
-        return disposition::forward(std::move(copy), std::move(f), disposition::purpose::redeliver);
+        return disposition::forward(std::move(copy), std::move(f), disposition::purpose::redeliver,
+                                    std::min(decision.delay, level));
     }
 
     // A failure an inner layer marked permanent still gets its broker attempt count.

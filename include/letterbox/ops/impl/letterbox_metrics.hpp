@@ -59,7 +59,8 @@ inline letterbox_metrics::letterbox_metrics(metrics_registry& r)
     for (auto reason :
          {middleware::death_reason::permanent_failure, middleware::death_reason::retries_exhausted,
           middleware::death_reason::handler_failed,
-          middleware::death_reason::missing_idempotency_key})
+          middleware::death_reason::missing_idempotency_key,
+          middleware::death_reason::missing_group_key})
         dead_lettered(reason);
 }
 
