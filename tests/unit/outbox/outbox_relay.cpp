@@ -7,6 +7,7 @@
 
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/headers.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
@@ -497,7 +498,8 @@ TEST_CASE("async_run cancelled before it starts runs nothing",
     CHECK(w.count(outbox_status::pending) == 3);
 }
 
-TEST_CASE("the delivered message is the row's message: the message id is published unchanged",
+TEST_CASE("the delivered message is the row's message, with its aggregate named as its group: "
+          "the message id is published unchanged",
           "[outbox][outbox_relay]") {
     world w;
     letterbox::in_memory_unit_of_work uow;
@@ -531,8 +533,49 @@ TEST_CASE("the delivered message is the row's message: the message id is publish
     start(r, result);
     REQUIRE(w.run_until([&] { return got.size() == 1; }));
     CHECK(got[0].msg.id == e.msg.id);
-    CHECK(got[0].msg == e.msg);
+    // The relay adds one header: the group a consumer with message groups keeps in order.
+    auto expected = e.msg;
+    expected.headers.set(letterbox::headers::group, std::string("order/42"));
+    CHECK(got[0].msg == expected);
     CHECK(w.row(e.msg.id).status == outbox_status::published);
+}
+
+TEST_CASE("the relay keeps a group the producer named, and names none for an event without an "
+          "aggregate",
+          "[outbox][outbox_relay]") {
+    world w;
+    letterbox::in_memory_unit_of_work uow;
+    letterbox::outbox_entry named;
+    named.msg.id = w.ids();
+    named.msg.exchange = exchange_name;
+    named.msg.routing_key = "order.placed";
+    named.msg.headers.set(letterbox::headers::group, std::string("customer-7"));
+    named.aggregate_type = "order";
+    named.aggregate_id = "42";
+    letterbox::outbox_entry loose;
+    loose.msg.id = w.ids();
+    loose.msg.exchange = exchange_name;
+    loose.msg.routing_key = "order.placed";
+    REQUIRE_FALSE(w.store.add(uow, named, w.clock.wall_now()));
+    REQUIRE_FALSE(w.store.add(uow, loose, w.clock.wall_now()));
+    REQUIRE_FALSE(uow.commit());
+
+    std::vector<letterbox::delivery> got;
+    std::optional<std::error_code> consumed;
+    letterbox::consume_options o;
+    o.queue = queue_name;
+    w.transport.async_consume(
+        o, [&](letterbox::delivery d) { got.push_back(std::move(d)); },
+        [&](std::error_code ec, std::string) { consumed = ec; });
+    w.run_ready();
+    REQUIRE(consumed);
+    REQUIRE_FALSE(*consumed);
+    relay r(w.store, w.transport, w.clock, test_options());
+    run_result result;
+    start(r, result);
+    REQUIRE(w.run_until([&] { return got.size() == 2; }));
+    CHECK(got[0].msg.headers.get<std::string>(letterbox::headers::group) == "customer-7");
+    CHECK_FALSE(got[1].msg.headers.contains(letterbox::headers::group));
 }
 
 TEST_CASE("an unroutable row is retried with back-off, then parked with the no_route reason",

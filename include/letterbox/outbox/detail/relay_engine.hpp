@@ -268,6 +268,11 @@ private:
 
     void send_queued();
 
+    // The message's group (`headers::group`, docs/message-groups.md): its aggregate's,
+    // `<type>/<id>`, unless the producer named one. A consumer with message groups then keeps the
+    // events of one aggregate in order, as the relay published them.
+    static void name_group(outbox_record& row);
+
     // Settles `s` with one store call: marks its row published, or records its failure. A
     // settlement the store refuses with a store error is kept for a retry (`keep_unsettled`);
     // one that has to wait for a busy store waits in `unsettled_`.

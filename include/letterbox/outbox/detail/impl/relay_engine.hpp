@@ -5,6 +5,7 @@
 // (letterbox/outbox/detail/relay_engine.hpp); included at its end.
 
 #include <letterbox/config.hpp>
+#include <letterbox/headers.hpp>
 #include <letterbox/outbox/detail/relay_engine.hpp>
 
 #include <boost/asio/execution/outstanding_work.hpp>
@@ -225,6 +226,7 @@ void relay_engine<OutboxStore, Transport, Clock>::send_queued() {
         // The completion shares the row, so the message stays alive until the transport is
         // done with it, even if the relay is gone by then.
         auto held = std::make_shared<outbox_record>(std::move(row));
+        name_group(*held);
         in_flight_.insert_or_assign(held->msg.id, held);
         cells_.set_in_flight(in_flight_.size());
         cells_.add(cells_.publish_attempts);
@@ -237,6 +239,15 @@ void relay_engine<OutboxStore, Transport, Clock>::send_queued() {
         if (failpoint(relay_point::after_publish_sent, *held))
             return;
     }
+}
+
+template <class OutboxStore, class Transport, class Clock>
+void relay_engine<OutboxStore, Transport, Clock>::name_group(outbox_record& row) {
+    if (row.aggregate_id.empty() || row.msg.headers.contains(headers::group))
+        return;
+    row.msg.headers.set(headers::group, row.aggregate_type.empty()
+                                            ? row.aggregate_id
+                                            : row.aggregate_type + "/" + row.aggregate_id);
 }
 
 template <class OutboxStore, class Transport, class Clock>
