@@ -34,7 +34,8 @@ replay(std::uint64_t seed, std::string_view schedule, letterbox::testing::fault_
     o.schedule = *parsed;
     o.defect = defect;
     o.topology = std::move(topology);
-    o.group_commit = 0; // found before group commit: one commit per delivery, as then
+    o.group_commit = 0;       // found before group commit: one commit per delivery, as then
+    o.message_groups = false; // and before message groups
     return letterbox::testing::run_pipeline<test_support::ledger_app>(seed, o);
 }
 
@@ -57,6 +58,7 @@ void replay_found_run(std::uint64_t pipeline_seed, found_run_counts expected) {
     o.faults = faults;
     o.topology = letterbox::testing::pipeline_topology::single();
     o.group_commit = 0;
+    o.message_groups = false;
     const auto r = letterbox::testing::run_pipeline<test_support::ledger_app>(pipeline_seed, o);
     INFO(r.to_string());
     CHECK(r.ok());

@@ -103,4 +103,13 @@ TEST_CASE("self-test: a group commit that acks its batch before the commit is ca
     expect_caught(pipeline_defect::ack_before_batch_commit, invariant::no_loss);
 }
 
+TEST_CASE("self-test: message groups that let a retried message be overtaken are caught breaking "
+          "an aggregate's order",
+          "[property][simulation][self_test]") {
+    // Caught when a message of an aggregate goes to a retry queue while the next one of the
+    // same aggregate waits behind it in the consumer (a transient handler failure that the
+    // in-process retry does not mend).
+    expect_caught(pipeline_defect::groups_let_retries_overtake, invariant::aggregate_order);
+}
+
 } // namespace property_pipeline_self_test

@@ -3,7 +3,9 @@
 // relay -> in-memory broker -> consumer with retry, redelivery, dead-letter and inbox on SQLite
 // files in a temporary directory) under 2,000 seeded fault schedules, each run twice, with no
 // violation of any invariant and identical traces; in about half of them the consumers commit
-// in groups (consumer_options::group_commit). LETTERBOX_EXTENDED=1 runs 100,000.
+// in groups (consumer_options::group_commit), and in about half of them they keep each
+// aggregate's events in strict order (consumer_options::groups). LETTERBOX_EXTENDED=1 runs
+// 100,000.
 
 #include <letterbox/sqlite.hpp>
 #include <letterbox/testing/check_pipeline.hpp>
@@ -49,6 +51,11 @@ void run_shard(std::size_t shard, std::size_t shards) {
         // Group commit is drawn on in about half the runs: both ways are checked.
         CHECK(report.group_commit_runs * 3 > report.runs);
         CHECK(report.group_commit_runs * 3 < report.runs * 2);
+        // So are message groups, whose runs check the order of every aggregate of a consumer
+        // with one process, failed messages included.
+        CHECK(report.message_groups_runs * 3 > report.runs);
+        CHECK(report.message_groups_runs * 3 < report.runs * 2);
+        CHECK(report.message_groups_checked_aggregates > 0);
     }
     REQUIRE(report.ok());
 }

@@ -39,6 +39,11 @@ enum class pipeline_defect : std::uint8_t {
     /// before the batch's commit. A crash before that commit loses the acknowledged messages
     /// of the batch: `no-loss` fails.
     ack_before_batch_commit,
+    /// With message groups on (the defect turns them on unless the options say otherwise), the
+    /// consumers run them in relaxed order (`group_order::relaxed`) while the run checks every
+    /// aggregate as strict order promises: a message sent to a retry queue leaves its group's
+    /// line, and the group's next message is handled before it: `aggregate-order` fails.
+    groups_let_retries_overtake,
 };
 
 /// The name of a defect, as reports spell it.
@@ -58,6 +63,8 @@ constexpr std::string_view to_string(pipeline_defect d) noexcept {
         return "inbox_key_without_consumer";
     case pipeline_defect::ack_before_batch_commit:
         return "ack_before_batch_commit";
+    case pipeline_defect::groups_let_retries_overtake:
+        return "groups_let_retries_overtake";
     }
     return "unknown";
 }

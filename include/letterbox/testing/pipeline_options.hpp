@@ -61,6 +61,12 @@ struct pipeline_options {
     /// delivery. By default drawn from each run's seed (`group_commit_from_seed`): on, in
     /// batches of up to the prefetch, in half the runs.
     std::optional<std::size_t> group_commit{};
+    /// Message groups in every consumer process (`consumer_options::groups`): the events of one
+    /// aggregate, named by the relay's `x-letterbox-group` header, handled one at a time in
+    /// strict order (`group_order::strict`), so that per-aggregate order is checked for every
+    /// aggregate of a consumer with one process, failed messages included. By default drawn
+    /// from each run's seed (`message_groups_from_seed`): on in half the runs.
+    std::optional<bool> message_groups{};
     /// Where each run makes its temporary directory (the application's files). Empty: the
     /// directory in `LETTERBOX_SIMULATION_DIR` if set, else `/dev/shm` when it exists, else the
     /// system's temporary directory. A simulated crash is a process crash, not a power loss, so
@@ -82,6 +88,13 @@ struct pipeline_options {
 inline std::size_t group_commit_from_seed(std::uint64_t seed, std::uint16_t prefetch) {
     std::mt19937_64 rng(derive_seed(seed, "group_commit"));
     return rng() % 2 == 0 ? std::size_t{prefetch} : std::size_t{0};
+}
+
+/// Whether a run draws message groups from `seed` when `pipeline_options::message_groups`
+/// leaves it open: in half the runs.
+inline bool message_groups_from_seed(std::uint64_t seed) {
+    std::mt19937_64 rng(derive_seed(seed, "message_groups"));
+    return rng() % 2 == 0;
 }
 
 /// The directory a run makes its temporary directory in (see `pipeline_options::directory`).

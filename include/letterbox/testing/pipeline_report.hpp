@@ -38,6 +38,10 @@ struct pipeline_report : detail::pipeline_counts {
     std::size_t crashes = 0;
     /// Runs whose consumers committed deliveries in groups (`pipeline_result::group_commit`).
     std::size_t group_commit_runs = 0;
+    /// Runs whose consumers ran message groups (`pipeline_result::message_groups`), and over
+    /// them, the (consumer, aggregate) pairs whose order was checked: all of them.
+    std::size_t message_groups_runs = 0;
+    std::size_t message_groups_checked_aggregates = 0;
     /// Runs (replays included) slower in real time than
     /// `pipeline_check_options::warn_slower_than`: each was named on its log as it ended.
     std::size_t slow_runs = 0;
@@ -63,6 +67,10 @@ struct pipeline_report : detail::pipeline_counts {
         crashes += r.crashes;
         if (r.group_commit > 1)
             ++group_commit_runs;
+        if (r.message_groups) {
+            ++message_groups_runs;
+            message_groups_checked_aggregates += r.order_checked_aggregates;
+        }
         if (!r.ok()) {
             ++failed_runs;
             if (failures.size() < keep_failures)
@@ -90,7 +98,10 @@ struct pipeline_report : detail::pipeline_counts {
             " unsettled; determinism: " + std::to_string(replays - determinism_failures) + " of " +
             std::to_string(replays) + " replays identical\n";
         out += "  totals: " + counts_text() + " crashes=" + std::to_string(crashes) +
-               " group_commit_runs=" + std::to_string(group_commit_runs) + '\n';
+               " group_commit_runs=" + std::to_string(group_commit_runs) +
+               " message_groups_runs=" + std::to_string(message_groups_runs) +
+               " (order checked for " + std::to_string(message_groups_checked_aggregates) +
+               " consumer aggregates)\n";
         if (slow_runs > 0)
             out += "  " + std::to_string(slow_runs) +
                    " runs were slow in real time, each named on its log as it ended\n";

@@ -32,6 +32,9 @@ struct pipeline_result : detail::pipeline_counts {
     /// The group commit of its consumers: deliveries per commit at most, 0 for one commit per
     /// delivery (drawn from the seed unless the options fixed it).
     std::size_t group_commit = 0;
+    /// Whether its consumers ran message groups in strict order (drawn from the seed unless the
+    /// options fixed it).
+    bool message_groups = false;
     pipeline_defect defect = pipeline_defect::none;
     /// Everything that happened, in order.
     history events{};
@@ -41,8 +44,8 @@ struct pipeline_result : detail::pipeline_counts {
     bool settled = false;
     /// Whether per-aggregate order was checked for at least one aggregate. It is promised per
     /// consumer and aggregate while no message of that aggregate is retried, held back or
-    /// dead-lettered by that consumer, and only for a consumer with one process on its queue
-    /// (see docs/guarantees.md).
+    /// dead-lettered by that consumer, or always with message groups, and only for a consumer
+    /// with one process on its queue (see docs/guarantees.md).
     bool order_checked = false;
     /// The (consumer, aggregate) pairs of consumers with one process that applied an effect,
     /// and of those, the pairs whose order was checked (no deferred delivery).
@@ -65,8 +68,9 @@ struct pipeline_result : detail::pipeline_counts {
         out += "  consumers: " + topology.to_string() + " (order checked for " +
                std::to_string(order_checked_aggregates) + " of " +
                std::to_string(order_aggregates) + " consumer aggregates)";
-        out += group_commit > 1 ? ", group commit of up to " + std::to_string(group_commit) + '\n'
-                                : std::string(", one commit per delivery\n");
+        out += group_commit > 1 ? ", group commit of up to " + std::to_string(group_commit)
+                                : std::string(", one commit per delivery");
+        out += message_groups ? ", message groups\n" : "\n";
         if (defect != pipeline_defect::none)
             out += "  defect=" + std::string(letterbox::testing::to_string(defect)) + '\n';
         out += "fault profile:\n" + faults.to_string();

@@ -9,6 +9,8 @@
 #include <letterbox/dlq/dead_letter_queue.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/failpoint.hpp>
+#include <letterbox/group_key.hpp>
+#include <letterbox/group_options.hpp>
 #include <letterbox/handling.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
@@ -83,6 +85,9 @@ public:
               options_.defect == pipeline_defect::ack_before_batch_commit
                   ? std::size_t{options_.prefetch}
                   : group_commit_from_seed(seed, options_.prefetch)))
+        , message_groups_(options_.message_groups.value_or(
+              options_.defect == pipeline_defect::groups_let_retries_overtake ||
+              message_groups_from_seed(seed)))
         , dir_("letterbox-sim-", simulation_directory(options_))
         , app_(dir_.path())
         , inbox_(
@@ -117,6 +122,7 @@ public:
         r.schedule = schedule_;
         r.topology = shape_;
         r.group_commit = group_commit_;
+        r.message_groups = message_groups_;
         r.defect = options_.defect;
         declare_topology();
         start_relay();
@@ -232,6 +238,8 @@ private:
     void start_consumer(std::size_t g, std::size_t slot);
 
     void subscribe(consumer_process& p);
+    // The consumers' message groups (`pipeline_options::message_groups`), or none.
+    group_options message_groups() const;
 
     void apply(consumer_process& p, const message& m, consumer_unit& u);
 
@@ -348,6 +356,7 @@ private:
     fault_schedule schedule_;
     pipeline_topology shape_;
     std::size_t group_commit_; // deliveries per commit at most; 0: one per delivery
+    bool message_groups_;      // consumers keep each aggregate in strict order
     temp_directory dir_;
     App app_;
     simulated_inbox_store<inbox_type> inbox_;

@@ -134,14 +134,16 @@ void pipeline_world<App>::start_consumer(std::size_t g, std::size_t slot) {
     // handled first, so its aggregate's order is no longer promised for this consumer
     // (check_aggregate_order skips it). Recorded when the pipeline decides, before the
     // consumer carries it out (a forward, say, completes later or, if the process dies
-    // meanwhile, never). A dead process's decisions mean nothing.
+    // meanwhile, never). A dead process's decisions mean nothing. With message groups in
+    // strict order nothing falls behind: the consumer holds its aggregate's later deliveries
+    // until it is settled, so nothing is recorded and every aggregate is checked.
     auto observed = [this, raw, inner = std::move(pipeline)](
                         const middleware::handling& x) mutable -> middleware::disposition {
         auto r = inner(x);
         if (options_.defect == pipeline_defect::ack_before_batch_commit && !raw->dead &&
             r.what() == middleware::disposition::kind::ack && x.group != nullptr)
             raw->transport.ack_now(x.d); // the defect: before the batch's commit
-        if (auto why = deferral(r); !why.empty() && !raw->dead)
+        if (auto why = deferral(r); !why.empty() && !raw->dead && !message_groups_)
             record(delivery_deferred{
                 .consumer = groups_[raw->group].id, .id = x.d.msg.id, .why = std::move(why)});
         return r;
@@ -152,7 +154,8 @@ void pipeline_world<App>::start_consumer(std::size_t g, std::size_t slot) {
         consumer_options{.consume = {.queue = group.retry.queue, .prefetch = options_.prefetch},
                          .on_event = options_.on_consumer_event,
                          .group_commit = {.max_messages = group_commit_,
-                                          .max_delay = std::chrono::milliseconds(5)}});
+                                          .max_delay = std::chrono::milliseconds(5)},
+                         .groups = message_groups()});
     p->start = [c](std::function<void(std::error_code, std::string)> cb) {
         c->async_start(std::move(cb));
     };
@@ -162,6 +165,18 @@ void pipeline_world<App>::start_consumer(std::size_t g, std::size_t slot) {
     p->consumer = c;
     group.processes[slot] = std::move(p);
     subscribe(*raw);
+}
+
+template <pipeline_application App>
+group_options pipeline_world<App>::message_groups() const {
+    if (!message_groups_)
+        return {};
+    // Every event of the workload has an aggregate; one without would run on its own.
+    return {.key = group_key::standard{},
+            .on_missing_key = missing_group_key::own_group,
+            .order = options_.defect == pipeline_defect::groups_let_retries_overtake
+                         ? group_order::relaxed // the defect
+                         : group_order::strict};
 }
 
 template <pipeline_application App>
