@@ -5,8 +5,9 @@
 // says what a trace keeps and what it leaves out). The scenarios follow the model's own scenario
 // tests (tests/unit/transport/in_memory/; ids from research/reliability-anchors.md part (a)):
 // routing, requeue order, prefetch, dead-lettering with x-death, TTL, max-length, confirms and
-// returns, and a channel closed by an unknown delivery tag. A difference means the model is
-// wrong, the amqp transport is wrong, or the broker version differs (a `broker_profile` field).
+// returns, a channel closed by an unknown delivery tag, and single active consumer. A difference
+// means the model is wrong, the amqp transport is wrong, or the broker version differs (a
+// `broker_profile` field).
 //
 // Every case is hidden ([.integration]) and runs in `make test` with the broker it starts.
 
@@ -1109,6 +1110,218 @@ trace queue_expiry(World& w, const std::string& prefix) {
     return out;
 }
 
+// ---- single active consumer -------------------------------------------------------------------
+
+/// `x-single-active-consumer` on a quorum queue, with three consumers on three connections: only
+/// the first receives; the first is cancelled while it holds a message, and the second takes the
+/// head while the first still holds its message; the second's connection closes while it holds
+/// a message, which goes back to the queue and to the third. The cancel is not tried on a classic
+/// queue: 3.10.8 hands a classic queue over to the next consumer only at the queue's next event,
+/// and a publish then crashes the queue (rabbitmq-server#5460; docs/in-memory-transport.md §4).
+template <class World>
+trace single_active_consumer_failover(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    const auto q = s.name("sac");
+    const letterbox::field_table args{{"x-single-active-consumer", true},
+                                      {"x-queue-type", "quorum"}};
+    s.declare_queue_with(q, args, true);
+    for (const char* body : {"m1", "m2", "m3", "m4"})
+        s.publish("", q, body);
+    session first(w, prefix, out);
+    session second(w, prefix, out);
+    session third(w, prefix, out);
+    auto c1 = first.consume(q, 1);
+    auto c2 = second.consume(q, 1);
+    auto c3 = third.consume(q, 1);
+    auto holders = [&] {
+        s.note("deliveries: first " + std::to_string(c1.size()) + ", second " +
+               std::to_string(c2.size()) + ", third " + std::to_string(c3.size()));
+    };
+    first.await_deliveries(c1, 1);
+    // A round trip on each waiting consumer's connection: a delivery sent to it before the
+    // reply would have arrived by now. Three of four messages are still ready.
+    second.depth(q);
+    third.depth(q);
+    holders();
+    // The waiting consumers are not counted by a quorum queue's declare-ok.
+    s.note("passive declare: " + raw.queue_declare(raw_queue(q, args, true), true));
+    first.note_deliveries(c1);
+
+    // Cancelling the active consumer: the next one takes the head, and the cancelled one keeps
+    // its unacknowledged message.
+    // (No passive declare from here on: a 3.10 quorum queue also counts a cancelled consumer
+    // until its messages are settled, which the model does not.)
+    first.cancel(c1);
+    second.await_deliveries(c2, 1);
+    third.depth(q);
+    holders();
+    second.note_deliveries(c2);
+    if (c1.size() == 1)
+        first.ack(c1[0]);
+    s.depth(q);
+
+    // Closing the active consumer's connection: its message goes back to the queue, to the
+    // next consumer, redelivered.
+    second.close();
+    for (std::size_t i = 0; i < 3; ++i) {
+        third.await_deliveries(c3, i + 1);
+        if (c3.size() <= i)
+            break;
+        third.ack(c3[i]);
+    }
+    third.note_deliveries(c3);
+    holders();
+    s.depth(q);
+    third.cancel(c3);
+    first.close();
+    third.close();
+    raw.close();
+    s.close();
+    return out;
+}
+
+/// `x-single-active-consumer` on a classic and a quorum queue: a waiting consumer that is
+/// cancelled changes nothing; when the active consumer's connection closes, the next consumer
+/// becomes active and receives the closed one's unacknowledged messages, in their original order
+/// and marked redelivered, before the rest.
+template <class World>
+trace single_active_consumer_close(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    for (const auto type : {queue_type::classic, queue_type::quorum}) {
+        const bool quorum = type == queue_type::quorum;
+        const auto q = s.name("sac-" + type_name(type));
+        letterbox::field_table args{{"x-single-active-consumer", true}};
+        if (quorum)
+            args.set("x-queue-type", "quorum");
+        s.declare_queue_with(q, args, quorum);
+        for (const char* body : {"m1", "m2", "m3", "m4"})
+            s.publish("", q, body);
+        session first(w, prefix, out);
+        session second(w, prefix, out);
+        session third(w, prefix, out);
+        auto c1 = first.consume(q, 2);
+        auto c2 = second.consume(q, 1);
+        auto c3 = third.consume(q, 1);
+        auto holders = [&] {
+            s.note("deliveries: first " + std::to_string(c1.size()) + ", second " +
+                   std::to_string(c2.size()) + ", third " + std::to_string(c3.size()));
+        };
+        first.await_deliveries(c1, 2);
+        second.depth(q);
+        third.cancel(c3);
+        third.depth(q);
+        holders();
+        s.note("passive declare: " + raw.queue_declare(raw_queue(q, args, quorum), true));
+        first.note_deliveries(c1);
+
+        first.close();
+        for (std::size_t i = 0; i < 4; ++i) {
+            second.await_deliveries(c2, i + 1);
+            if (c2.size() <= i)
+                break;
+            second.ack(c2[i]);
+        }
+        second.note_deliveries(c2);
+        holders();
+        s.depth(q);
+        second.cancel(c2);
+        second.close();
+        third.close();
+    }
+    raw.close();
+    s.close();
+    return out;
+}
+
+/// What a single-active-consumer declaration and consume refuse: a value that is not a bool,
+/// an inequivalent redeclaration, an exclusive consumer, and basic.get on a quorum queue.
+template <class World>
+trace single_active_consumer_refusals(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    using letterbox::field_table;
+    auto note = [&](const std::string& what, const std::string& outcome) {
+        s.note(what + ": " + outcome);
+    };
+    int n = 0;
+    for (const auto& [what, args] : std::vector<std::pair<std::string, field_table>>{
+             {"text 'true'", field_table{{"x-single-active-consumer", "true"}}},
+             {"long 1", field_table{{"x-single-active-consumer", std::int64_t{1}}}},
+             {"int 0", field_table{{"x-single-active-consumer", std::int32_t{0}}}},
+             {"text and an invalid queue type",
+              field_table{{"x-single-active-consumer", "yes"}, {"x-queue-type", "weird"}}},
+             {"text and a negative max-length",
+              field_table{{"x-single-active-consumer", "yes"}, {"x-max-length", std::int64_t{-1}}}},
+             {"text on a quorum queue",
+              field_table{{"x-single-active-consumer", "yes"}, {"x-queue-type", "quorum"}}},
+         }) {
+        note("declare with " + what,
+             raw.queue_declare(raw_queue(s.name("bad" + std::to_string(++n)), args, true)));
+    }
+
+    const auto on = s.name("on");
+    const auto off = s.name("off");
+    note("declare on",
+         raw.queue_declare(raw_queue(on, field_table{{"x-single-active-consumer", true}})));
+    note("redeclare on with false",
+         raw.queue_declare(raw_queue(on, field_table{{"x-single-active-consumer", false}})));
+    note("redeclare on without it", raw.queue_declare(raw_queue(on)));
+    note("redeclare on with true",
+         raw.queue_declare(raw_queue(on, field_table{{"x-single-active-consumer", true}})));
+    note("declare off (false)",
+         raw.queue_declare(raw_queue(off, field_table{{"x-single-active-consumer", false}})));
+    note("redeclare off without it", raw.queue_declare(raw_queue(off)));
+
+    // `false` is off: two consumers share the messages round robin.
+    {
+        session a(w, prefix, out);
+        session b(w, prefix, out);
+        auto ca = a.consume(off, 10);
+        auto cb = b.consume(off, 10);
+        for (const char* body : {"m1", "m2"})
+            s.publish("", off, body);
+        a.await_deliveries(ca, 1);
+        b.await_deliveries(cb, 1);
+        a.note_deliveries(ca);
+        b.note_deliveries(cb);
+        a.close();
+        b.close();
+    }
+
+    // Consuming: an exclusive consumer is refused even when it would be the first; basic.get
+    // works on a classic queue and is refused on a quorum queue.
+    const auto quorum = s.name("on-quorum");
+    note("declare on-quorum",
+         raw.queue_declare(raw_queue(
+             quorum, field_table{{"x-single-active-consumer", true}, {"x-queue-type", "quorum"}},
+             true)));
+    for (const auto& name : {on, quorum}) {
+        s.publish("", name, "g1");
+        note("exclusive consume " + name, raw.basic_consume(name, true));
+        const auto got = raw.get(name);
+        note("get " + name, got.outcome);
+        if (got.msg)
+            note("ack", raw.ack(got.tag));
+        note("consume " + name, raw.basic_consume(name));
+        note("exclusive consume " + name + " with a consumer", raw.basic_consume(name, true));
+    }
+    // The same on a quorum queue without single active consumer.
+    const auto plain = s.name("plain-quorum");
+    note("declare plain-quorum",
+         raw.queue_declare(raw_queue(plain, field_table{{"x-queue-type", "quorum"}}, true)));
+    note("exclusive consume plain-quorum", raw.basic_consume(plain, true));
+    note("consume plain-quorum", raw.basic_consume(plain));
+    note("exclusive consume plain-quorum with a consumer", raw.basic_consume(plain, true));
+    raw.close();
+    s.close();
+    return out;
+}
+
 // ---- foreign publishers and message ids ------------------------------------------------------
 
 /// What a Node.js or Python producer sends, published through a raw channel (no message-id, a
@@ -1311,6 +1524,28 @@ TEST_CASE("differential: classic queue priorities agree with RabbitMQ",
 TEST_CASE("differential: queue expiry x-expires agrees with RabbitMQ",
           "[.integration][amqp][differential]") {
     compare("expires", LETTERBOX_DIFFERENTIAL(queue_expiry));
+}
+
+TEST_CASE("differential: single active consumer failover on a quorum queue agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    const auto model =
+        compare("sac-failover", LETTERBOX_DIFFERENTIAL(single_active_consumer_failover));
+    // Anchors: while the first consumer was active the others had nothing, and after its cancel
+    // the second had the head while the first still held its message.
+    CHECK(std::count(model.begin(), model.end(), "deliveries: first 1, second 0, third 0") == 1);
+    CHECK(std::count(model.begin(), model.end(), "deliveries: first 1, second 1, third 0") == 1);
+}
+
+TEST_CASE("differential: single active consumer after a closed connection agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    const auto model = compare("sac-close", LETTERBOX_DIFFERENTIAL(single_active_consumer_close));
+    // Anchor: on both queue types the second consumer received all four messages.
+    CHECK(std::count(model.begin(), model.end(), "deliveries: first 2, second 4, third 0") == 2);
+}
+
+TEST_CASE("differential: what single active consumer refuses agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("sac-refusals", LETTERBOX_DIFFERENTIAL(single_active_consumer_refusals));
 }
 
 TEST_CASE("differential: a foreign publisher's message looks the same on both transports",

@@ -127,10 +127,12 @@ public:
     std::string basic_qos(std::uint16_t prefetch, bool global) {
         return outcome(channel().basic_qos(prefetch, global));
     }
-    std::string basic_consume(const std::string& queue) {
+    std::string basic_consume(const std::string& queue, bool exclusive = false) {
         std::error_code ec;
+        letterbox::in_memory::basic_consume_options o;
+        o.exclusive = exclusive;
         channel().basic_consume(
-            queue, [n = deliveries_](const letterbox::in_memory::basic_delivery&) { ++*n; }, ec);
+            queue, [n = deliveries_](const letterbox::in_memory::basic_delivery&) { ++*n; }, ec, o);
         return outcome(ec);
     }
     std::string basic_recover(bool requeue) { return outcome(channel().basic_recover(requeue)); }
@@ -324,9 +326,10 @@ public:
         m.global = global;
         return outcome(call(m, &is<codec::basic_qos_ok>).first);
     }
-    std::string basic_consume(const std::string& queue) {
+    std::string basic_consume(const std::string& queue, bool exclusive = false) {
         codec::basic_consume m;
         m.queue = queue;
+        m.exclusive = exclusive;
         return outcome(call(m, &is<codec::basic_consume_ok>).first);
     }
     std::string basic_recover(bool requeue) {
@@ -785,6 +788,21 @@ public:
         q.arguments = args.to_table();
         const auto ec = await([&](auto done) { transport_.async_declare(q, done); });
         note("declare queue " + name + ": " + describe(ec));
+    }
+
+    /// Declares `name` with the raw `arguments` (for those `queue_arguments` does not know,
+    /// such as `x-single-active-consumer`), `durable` or not, and with `x-expires`
+    /// (`queue_expires_ms` unless `arguments` has one).
+    void declare_queue_with(const std::string& name, letterbox::field_table arguments,
+                            bool durable) {
+        letterbox::topology::queue q;
+        q.name = name;
+        q.durable = durable;
+        if (!arguments.contains(letterbox::topology::args::expires))
+            arguments.set(letterbox::topology::args::expires, queue_expires_ms);
+        q.arguments = std::move(arguments);
+        const auto ec = await([&](auto done) { transport_.async_declare(q, done); });
+        note("declare queue " + name + " " + render(q.arguments) + ": " + describe(ec));
     }
 
     void bind(

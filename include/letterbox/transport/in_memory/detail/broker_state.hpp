@@ -292,7 +292,8 @@ private:
 
     static bool has_capacity(const consumer_state& c);
 
-    // Round-robin over consumers with spare prefetch (RMQ-ACK-20).
+    // Round-robin over consumers with spare prefetch (RMQ-ACK-20); on a single-active-consumer
+    // queue, only to its active consumer.
     // A just-published message counts as expired only strictly after its deadline.
     void dispatch(queue_state& q, bool fresh_publish, lazy_now& t);
 

@@ -41,6 +41,10 @@ inline constexpr std::array<std::string_view, 13> compared_queue_arguments = {
     "x-queue-master-locator",
 };
 
+/// The queue argument that turns on single active consumer. A new queue's value must be a bool
+/// (rabbit_amqqueue:check_single_active_consumer_arg); `false` means off.
+inline constexpr std::string_view single_active_consumer_argument = "x-single-active-consumer";
+
 /// The exchange argument a redeclaration must repeat (rabbit_exchange:assert_args_equivalence).
 inline constexpr std::string_view alternate_exchange_argument = "alternate-exchange";
 

@@ -38,8 +38,12 @@ struct queue_state {
     std::deque<queued> returns; // quorum with `quorum_returns_first`: served first
     std::size_t ready_bytes = 0;
     std::size_t unacked = 0;
+    // In registration order. With `single_active_consumer` the first one is the active consumer
+    // and the others wait: the active one is the oldest consumer left, because a new consumer
+    // never takes over and the next oldest takes over when the active one goes.
     std::vector<std::shared_ptr<consumer_state>> consumers;
-    std::size_t next_consumer = 0;
+    std::size_t next_consumer = 0;       // round robin, when not `single_active_consumer`
+    bool single_active_consumer = false; // x-single-active-consumer: true
     std::unique_ptr<timer_adapter> timer;
     std::int64_t timer_deadline = no_expiry;
     // x-expires: the queue is deleted once unused (no consumer, get or declare) until then.
@@ -49,6 +53,15 @@ struct queue_state {
 
     bool quorum() const noexcept { return args.type == topology::queue_type::quorum; }
     std::size_t ready_count() const noexcept { return ready.size() + returns.size(); }
+    // The consumer count of a queue.declare-ok. A 3.10 quorum queue counts the consumers its
+    // consumer map holds (rabbit_fifo:query_stat), and a single-active-consumer one keeps only
+    // the active consumer there: the waiting ones are not counted (seen on 3.10.8).
+    // `rabbitmqctl list_queues`, like `queue_info`, counts every consumer.
+    std::size_t declare_ok_consumers() const noexcept {
+        if (quorum() && single_active_consumer)
+            return consumers.empty() ? 0 : 1;
+        return consumers.size();
+    }
     queued* head() noexcept {
         if (!returns.empty())
             return &returns.front();

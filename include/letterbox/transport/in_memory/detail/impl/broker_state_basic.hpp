@@ -163,9 +163,15 @@ LETTERBOX_DECL std::string broker_state::basic_consume(channel_state& ch, std::s
         return {};
     if ((ec = check_exclusive(ch, *q)))
         return {};
+    // A 3.10 quorum queue ignores the exclusive flag of basic.consume: it takes an exclusive
+    // consumer next to others, and others next to it (seen on 3.10.8).
+    if (q->quorum())
+        opts.exclusive = false;
     const bool taken = std::any_of(q->consumers.begin(), q->consumers.end(),
                                    [](const auto& c) { return c->exclusive; });
-    if (taken || (opts.exclusive && !q->consumers.empty())) {
+    // A classic single-active-consumer queue refuses every exclusive consumer, even the first
+    // (rabbit_amqqueue_process: exclusive_consume_unavailable; seen on 3.10.8).
+    if (taken || (opts.exclusive && (!q->consumers.empty() || q->single_active_consumer))) {
         ec = channel_error(ch, errc::access_refused,
                            "queue '" + q->name + "' in vhost '/' in exclusive use");
         return {};
@@ -225,6 +231,14 @@ LETTERBOX_DECL std::optional<basic_delivery> broker_state::basic_get(channel_sta
         return std::nullopt;
     if ((ec = check_exclusive(ch, *q)))
         return std::nullopt;
+    if (q->quorum() && q->single_active_consumer) {
+        // rabbit_fifo answers a dequeue on a single-active-consumer queue with `unsupported`.
+        ec = channel_error(ch, errc::resource_locked,
+                           "cannot obtain access to locked queue '" + q->name +
+                               "' in vhost '/'. basic.get operations are not supported by "
+                               "quorum queues with single active consumer");
+        return std::nullopt;
+    }
     touch(*q); // a get, even an empty one, is a use (x-expires)
     expire_heads(*q, now());
     if (q->ready_count() == 0)

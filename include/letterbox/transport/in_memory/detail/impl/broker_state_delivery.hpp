@@ -49,7 +49,13 @@ LETTERBOX_DECL void broker_state::dispatch(queue_state& q, bool fresh_publish, l
             break;
         const auto n = q.consumers.size();
         std::shared_ptr<consumer_state> chosen;
-        for (std::size_t i = 0; i < n; ++i) {
+        if (q.single_active_consumer) {
+            // Only the active consumer, the oldest one, receives; the others wait for it to go.
+            if (!has_capacity(*q.consumers.front()))
+                break;
+            chosen = q.consumers.front();
+        }
+        for (std::size_t i = 0; !chosen && i < n; ++i) {
             auto& c = q.consumers[(q.next_consumer + i) % n];
             if (has_capacity(*c)) {
                 chosen = c;

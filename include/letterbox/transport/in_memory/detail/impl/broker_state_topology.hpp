@@ -136,7 +136,7 @@ LETTERBOX_DECL queue_declare_ok broker_state::queue_declare(channel_state& ch,
         if ((ec = check_exclusive(ch, *it->second)))
             return {};
         touch(*it->second); // a declare, passive too, is a use (x-expires)
-        return {name, it->second->ready_count(), it->second->consumers.size()};
+        return {name, it->second->ready_count(), it->second->declare_ok_consumers()};
     }
     if (name.starts_with("amq.") && decl.name == name) {
         ec = channel_error(ch, errc::access_refused,
@@ -174,7 +174,7 @@ LETTERBOX_DECL queue_declare_ok broker_state::queue_declare(channel_state& ch,
             return {};
         }
         touch(q);
-        return {name, q.ready_count(), q.consumers.size()};
+        return {name, q.ready_count(), q.declare_ok_consumers()};
     }
     auto args = new_queue_arguments(ch, decl, name, ec);
     if (!args)
@@ -188,6 +188,8 @@ LETTERBOX_DECL queue_declare_ok broker_state::queue_declare(channel_state& ch,
     q->owner = decl.exclusive ? ch.connection->id : 0;
     q->arguments = decl.arguments;
     q->args = *args;
+    if (const auto* sac = decl.arguments.find(single_active_consumer_argument))
+        q->single_active_consumer = sac->get_if<bool>() && *sac->get_if<bool>();
     if (q->quorum()) {
         if (args->delivery_limit)
             q->delivery_limit = *args->delivery_limit < 0 ? std::nullopt : args->delivery_limit;
@@ -215,6 +217,17 @@ broker_state::new_queue_arguments(channel_state& ch, const topology::queue& decl
         checked.erase(topology::args::delivery_limit);
     std::string why;
     auto args = topology::queue_arguments::parse(checked, ec, why);
+    // `x-single-active-consumer` must be a bool, and 3.10.8 reports it after every argument
+    // parse() checks, `x-queue-type` included (seen on 3.10.8: a text value with a negative
+    // `x-max-length`, or with the queue type 'weird', is refused for the other argument).
+    if (const auto* sac = decl.arguments.find(single_active_consumer_argument);
+        args && sac && !sac->get_if<bool>()) {
+        ec = channel_error(ch, errc::precondition_failed,
+                           "invalid arg '" + std::string(single_active_consumer_argument) +
+                               "' for queue '" + name + "' in vhost '/': {unacceptable_type," +
+                               std::string(amqp_type_text(*sac)) + "}");
+        return std::nullopt;
+    }
     if (!args) {
         // parse() says "invalid arg 'A': why", or "invalid type 'T' for arg 'A'".
         if (why.starts_with("invalid type"))
@@ -315,6 +328,7 @@ LETTERBOX_DECL void broker_state::remove_consumer(consumer_state& c) {
                            [&](auto& p) { return p.get() == &c; });
     if (it == q->consumers.end())
         return;
+    const bool was_active = q->single_active_consumer && it == q->consumers.begin();
     q->consumers.erase(it);
     if (q->next_consumer >= q->consumers.size())
         q->next_consumer = 0;
@@ -322,6 +336,12 @@ LETTERBOX_DECL void broker_state::remove_consumer(consumer_state& c) {
         delete_queue(*q, drop_kind::queue_deleted);
     else if (q->consumers.empty())
         touch(*q); // unused from now on: x-expires counts from here
+    else if (was_active)
+        // The next consumer in registration order is active now, and takes what is ready. A
+        // cancelled consumer keeps its unacknowledged messages: only a channel close returns
+        // them (rabbit_amqqueue_process basic_cancel and handle_ch_down; rabbit_fifo's
+        // cancel_consumer and activate_next_consumer).
+        after_change(*q, false);
 }
 
 LETTERBOX_DECL void broker_state::delete_queue(queue_state& q, drop_kind why) {
