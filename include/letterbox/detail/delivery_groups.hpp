@@ -13,7 +13,6 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail {
 
@@ -32,24 +31,25 @@ public:
     /// Whether a group waits for its head (`group_order::strict`).
     bool strict() const noexcept { return options_.order == group_order::strict; }
 
-    /// Puts `d` at the end of its group's line and appends to `start` what may run now. Returns
-    /// false, admitting nothing, for a message without a group that the options refuse.
-    bool admit(item d, std::vector<item>& start) {
+    /// Puts `d` at the end of its group's line. Returns false, admitting nothing, for a message
+    /// without a group that the options refuse; else `start` is what may run now, if anything.
+    bool admit(item d, std::optional<item>& start) {
         auto group = line_of(d->msg);
         if (!group)
             return false;
         groups_.emplace(place_of(*d), *group);
-        lines_.admit(*group, std::move(d), start);
+        start = lines_.admit(*group, std::move(d));
         return true;
     }
 
-    /// `d` was settled: the next of its line may run; appends to `start` what may run now.
-    void settled(const delivery& d, std::vector<item>& start) {
+    /// `d` was settled: returns the next of its line, if it may run now.
+    std::optional<item> settled(const delivery& d) {
         const auto it = groups_.find(place_of(d));
         if (it == groups_.end())
-            return;
-        lines_.finish(it->second, start);
+            return std::nullopt;
+        auto next = lines_.finish(it->second);
         groups_.erase(it);
+        return next;
     }
 
 private:

@@ -81,7 +81,7 @@ struct consumer<Transport, Handler, Clock>::state {
         s->observe(consumer_event::kind::delivered, *d);
         if (!s->groups)
             return handle(s, std::move(d), 1);
-        std::vector<std::shared_ptr<const delivery>> start;
+        std::optional<std::shared_ptr<const delivery>> start;
         if (!s->groups->admit(d, start)) {
             middleware::handler_failure f;
             f.error = errc::missing_group_key;
@@ -91,8 +91,8 @@ struct consumer<Transport, Handler, Clock>::state {
             return settle(s, std::move(d), 1,
                           disposition::reject(std::move(f), disposition::purpose::dead_letter), 0);
         }
-        for (auto& next : start)
-            handle(s, std::move(next), 1);
+        if (start)
+            handle(s, std::move(*start), 1);
     }
 
     /// Whether a group waits for its head (`group_order::strict`).
@@ -101,10 +101,8 @@ struct consumer<Transport, Handler, Clock>::state {
     /// A delivery of a group was settled: the next of its line may run (posted, so that a long
     /// line of synchronous handlers does not nest one call in the other).
     static void release(const std::shared_ptr<state>& s, const delivery& d) {
-        std::vector<std::shared_ptr<const delivery>> start;
-        s->groups->settled(d, start);
-        for (auto& next : start)
-            boost::asio::post(s->transport->get_executor(), [s, next = std::move(next)]() mutable {
+        if (auto next = s->groups->settled(d))
+            boost::asio::post(s->transport->get_executor(), [s, next = std::move(*next)]() mutable {
                 handle(s, std::move(next), 1);
             });
     }

@@ -4,33 +4,26 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
-#include <vector>
 
 namespace unit_detail_group_lines {
 
 using lines = letterbox::detail::group_lines<int>;
+constexpr std::optional<int> none = std::nullopt;
 
 TEST_CASE("group_lines runs one item per group, in arrival order", "[detail][groups]") {
     lines l(0);
-    std::vector<int> start;
-    l.admit("a", 1, start);
-    l.admit("a", 2, start);
-    l.admit("b", 3, start);
-    l.admit("a", 4, start);
-    CHECK(start == std::vector<int>{1, 3});
+    CHECK(l.admit("a", 1) == 1);
+    CHECK(l.admit("a", 2) == none);
+    CHECK(l.admit("b", 3) == 3);
+    CHECK(l.admit("a", 4) == none);
     CHECK(l.running() == 2);
     CHECK(l.waiting() == 2);
-    start.clear();
-    l.finish("a", start);
-    CHECK(start == std::vector<int>{2});
-    start.clear();
-    l.finish("a", start);
-    CHECK(start == std::vector<int>{4});
-    start.clear();
-    l.finish("a", start);
-    l.finish("b", start);
-    CHECK(start.empty());
+    CHECK(l.finish("a") == 2);
+    CHECK(l.finish("a") == 4);
+    CHECK(l.finish("a") == none);
+    CHECK(l.finish("b") == none);
     CHECK(l.running() == 0);
     CHECK(l.waiting() == 0);
 }
@@ -39,38 +32,26 @@ TEST_CASE("group_lines keeps to its limit, and groups take free places in the or
           "ready",
           "[detail][groups]") {
     lines l(2);
-    std::vector<int> start;
-    l.admit("a", 1, start);
-    l.admit("a", 2, start);
-    l.admit("b", 3, start);
-    l.admit("c", 4, start);
-    l.admit("d", 5, start);
-    CHECK(start == std::vector<int>{1, 3});
-    start.clear();
+    CHECK(l.admit("a", 1) == 1);
+    CHECK(l.admit("a", 2) == none);
+    CHECK(l.admit("b", 3) == 3);
+    CHECK(l.admit("c", 4) == none); // no place
+    CHECK(l.admit("d", 5) == none);
     // a's next became ready after c and d: they go first.
-    l.finish("a", start);
-    CHECK(start == std::vector<int>{4});
-    start.clear();
-    l.finish("b", start);
-    CHECK(start == std::vector<int>{5});
-    start.clear();
-    l.finish("c", start);
-    CHECK(start == std::vector<int>{2});
+    CHECK(l.finish("a") == 4);
+    CHECK(l.finish("b") == 5);
+    CHECK(l.finish("c") == 2);
     CHECK(l.running() == 2);
 }
 
 TEST_CASE("group_lines ignores a finish of a group that runs nothing", "[detail][groups]") {
     lines l(1);
-    std::vector<int> start;
-    l.finish("a", start);
-    l.admit("a", 1, start);
-    l.admit("b", 2, start);
-    start.clear();
-    l.finish("b", start); // b waits, it does not run
-    CHECK(start.empty());
+    CHECK(l.finish("a") == none);
+    CHECK(l.admit("a", 1) == 1);
+    CHECK(l.admit("b", 2) == none);
+    CHECK(l.finish("b") == none); // b waits, it does not run
     CHECK(l.running() == 1);
-    l.finish("a", start);
-    CHECK(start == std::vector<int>{2});
+    CHECK(l.finish("a") == 2);
 }
 
 } // namespace unit_detail_group_lines
