@@ -57,16 +57,10 @@ namespace mw = letterbox::middleware;
 /// published in a group.
 struct world : unit_consumer_support::sim_world {
     void declare(const std::string& name, bool dead_letters = false) {
-        if (!dead_letters)
-            return sim_world::declare(name);
-        sim_world::declare(name + ".dlq");
-        letterbox::topology::queue q;
-        q.name = name;
-        letterbox::topology::queue_arguments args;
-        args.dead_letter_exchange = "";
-        args.dead_letter_routing_key = name + ".dlq";
-        q.arguments = args.to_table();
-        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(q, h); }));
+        if (dead_letters)
+            unit_consumer_support::declare_with_dead_letters(*this, name);
+        else
+            sim_world::declare(name);
     }
 
     /// Publishes `body` to `queue` in `group` (no header when empty).

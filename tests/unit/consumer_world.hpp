@@ -55,18 +55,7 @@ struct world {
         return *result;
     }
 
-    void declare_queue_with_dead_letters(const std::string& name) {
-        letterbox::topology::queue dlq;
-        dlq.name = name + ".dlq";
-        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(dlq, h); }));
-        letterbox::topology::queue q;
-        q.name = name;
-        letterbox::topology::queue_arguments args;
-        args.dead_letter_exchange = "";
-        args.dead_letter_routing_key = name + ".dlq";
-        q.arguments = args.to_table();
-        REQUIRE_FALSE(await([&](auto h) { transport.async_declare(q, h); }));
-    }
+    void declare_queue_with_dead_letters(const std::string& name);
 
     std::error_code publish(const std::string& queue, std::string body) {
         letterbox::message m;
@@ -122,5 +111,24 @@ struct sim_world : test_support::simulation {
         return q ? q->ready + q->unacked : 0;
     }
 };
+
+/// Declares `<name>.dlq`, then the queue `name` dead-lettering to it, in `w` (either world).
+template <class World>
+void declare_with_dead_letters(World& w, const std::string& name) {
+    letterbox::topology::queue dlq;
+    dlq.name = name + ".dlq";
+    REQUIRE_FALSE(w.await([&](auto h) { w.transport.async_declare(dlq, h); }));
+    letterbox::topology::queue q;
+    q.name = name;
+    letterbox::topology::queue_arguments args;
+    args.dead_letter_exchange = "";
+    args.dead_letter_routing_key = name + ".dlq";
+    q.arguments = args.to_table();
+    REQUIRE_FALSE(w.await([&](auto h) { w.transport.async_declare(q, h); }));
+}
+
+inline void world::declare_queue_with_dead_letters(const std::string& name) {
+    declare_with_dead_letters(*this, name);
+}
 
 } // namespace unit_consumer_support

@@ -498,6 +498,23 @@ TEST_CASE("async_run cancelled before it starts runs nothing",
     CHECK(w.count(outbox_status::pending) == 3);
 }
 
+namespace {
+
+// Consumes the test queue into `got` from now on (the delivery handler keeps a reference).
+void consume_into(world& w, std::vector<letterbox::delivery>& got) {
+    std::optional<std::error_code> consumed;
+    letterbox::consume_options o;
+    o.queue = queue_name;
+    w.transport.async_consume(
+        o, [&got](letterbox::delivery d) { got.push_back(std::move(d)); },
+        [&](std::error_code ec, std::string) { consumed = ec; });
+    w.run_ready();
+    REQUIRE(consumed);
+    REQUIRE_FALSE(*consumed);
+}
+
+} // namespace
+
 TEST_CASE("the delivered message is the row's message, with its aggregate named as its group: "
           "the message id is published unchanged",
           "[outbox][outbox_relay]") {
@@ -518,15 +535,7 @@ TEST_CASE("the delivered message is the row's message, with its aggregate named 
     REQUIRE_FALSE(uow.commit());
 
     std::vector<letterbox::delivery> got;
-    std::optional<std::error_code> consumed;
-    letterbox::consume_options o;
-    o.queue = queue_name;
-    w.transport.async_consume(
-        o, [&](letterbox::delivery d) { got.push_back(std::move(d)); },
-        [&](std::error_code ec, std::string) { consumed = ec; });
-    w.run_ready();
-    REQUIRE(consumed);
-    REQUIRE_FALSE(*consumed);
+    consume_into(w, got);
 
     relay r(w.store, w.transport, w.clock, test_options());
     run_result result;
@@ -561,15 +570,7 @@ TEST_CASE("the relay keeps a group the producer named, and names none for an eve
     REQUIRE_FALSE(uow.commit());
 
     std::vector<letterbox::delivery> got;
-    std::optional<std::error_code> consumed;
-    letterbox::consume_options o;
-    o.queue = queue_name;
-    w.transport.async_consume(
-        o, [&](letterbox::delivery d) { got.push_back(std::move(d)); },
-        [&](std::error_code ec, std::string) { consumed = ec; });
-    w.run_ready();
-    REQUIRE(consumed);
-    REQUIRE_FALSE(*consumed);
+    consume_into(w, got);
     relay r(w.store, w.transport, w.clock, test_options());
     run_result result;
     start(r, result);
