@@ -15,7 +15,6 @@
 #include <letterbox/error_code.hpp>
 #include <letterbox/handler_failure.hpp>
 #include <letterbox/handling.hpp>
-#include <letterbox/message.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
