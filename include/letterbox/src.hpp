@@ -23,6 +23,7 @@
 #include <letterbox/transport/in_memory/detail/impl/broker_state_faults.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_observation.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_queue_contents.hpp>
+#include <letterbox/transport/in_memory/detail/impl/broker_state_reply_to.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_returns.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_routing.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_topology.hpp>

@@ -1558,6 +1558,85 @@ TEST_CASE("differential: both transports give a message published with the nil i
     compare("ids", LETTERBOX_DIFFERENTIAL(publish_assigns_ids));
 }
 
+// ---- direct reply-to (amq.rabbitmq.reply-to) --------------------------------------------------
+
+/// A reply address as a trace shows it: the pseudo-queue's name, and `.K` for the key the
+/// broker appends (it names the consuming channel and differs from run to run).
+inline std::string reply_address(const std::optional<std::string>& reply_to) {
+    constexpr std::string_view pseudo = "amq.rabbitmq.reply-to";
+    if (!reply_to)
+        return "(none)";
+    if (reply_to->size() > pseudo.size() + 1 && reply_to->starts_with(pseudo) &&
+        (*reply_to)[pseudo.size()] == '.')
+        return std::string(pseudo) + ".K";
+    return *reply_to;
+}
+
+/// Direct reply-to on raw channels: what the pseudo-queue refuses (a consumer that acks, a
+/// second one, a request published on a channel without one), how the broker rewrites
+/// `reply_to`, how a reply reaches the requesting channel, and what a reply to a closed
+/// channel or to a made-up address does.
+template <class World>
+trace direct_reply_to(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto requester = w.make_raw();
+    auto responder = w.make_raw();
+    auto note = [&](const std::string& what, const std::string& outcome) {
+        s.note(what + ": " + outcome);
+    };
+    const std::string pseudo = "amq.rabbitmq.reply-to";
+    const auto q = s.name("requests");
+    note("declare requests", responder.queue_declare(raw_queue(q)));
+    note("passive declare of the pseudo-queue", requester.queue_declare(raw_queue(pseudo), true));
+    note("declare the pseudo-queue", requester.queue_declare(raw_queue(pseudo)));
+    note("consume with acks", requester.basic_consume(pseudo, false, false));
+    letterbox::basic_properties props;
+    props.reply_to = pseudo;
+    props.correlation_id = "c1";
+    note("request without a reply consumer", requester.publish("", q, props, "r0"));
+    note("consume no-ack", requester.basic_consume(pseudo, false, true));
+    note("consume no-ack again", requester.basic_consume(pseudo, false, true));
+    note("consume no-ack after the refusal", requester.basic_consume(pseudo, false, true));
+    note("request", requester.publish("", q, props, "r1"));
+    const auto got = responder.get(q);
+    note("get the request", got.outcome);
+    if (!got.msg)
+        return out;
+    const auto address = got.msg->properties.reply_to.value_or("");
+    s.note("request's reply_to: " + reply_address(got.msg->properties.reply_to));
+    note("ack it", responder.ack(got.tag));
+    note("passive declare of the address", responder.queue_declare(raw_queue(address), true));
+    letterbox::basic_properties reply;
+    reply.correlation_id = "c1";
+    note("reply, mandatory", responder.publish("", address, reply, "answer", true));
+    s.wait_for([&] { return !requester.received().empty(); });
+    for (const auto& m : requester.received())
+        s.note("requester got '" + std::string(m.body.begin(), m.body.end()) + "' from exchange '" +
+               m.exchange + "', key " + reply_address(m.routing_key) + ", correlation " +
+               m.properties.correlation_id.value_or("(none)"));
+    note("reply to the bare pseudo-queue", responder.publish("", pseudo, reply, "bare", true));
+    note("reply to a made-up address",
+         responder.publish("", pseudo + ".bm9uc2Vuc2U=", reply, "made-up", true));
+    requester.close();
+    note("reply after the requester closed", responder.publish("", address, reply, "late", true));
+    note("reply after the requester closed, not mandatory",
+         responder.publish("", address, reply, "late"));
+    // The 404's text names the address: written with its key masked.
+    auto outcome = responder.queue_declare(raw_queue(address), true);
+    if (const auto at = outcome.find(address); at != std::string::npos)
+        outcome.replace(at, address.size(), reply_address(address));
+    note("passive declare of the address after the close", outcome);
+    responder.close();
+    s.close();
+    return out;
+}
+
+TEST_CASE("differential: direct reply-to agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("direct-reply-to", LETTERBOX_DIFFERENTIAL(direct_reply_to));
+}
+
 #undef LETTERBOX_DIFFERENTIAL
 
 } // namespace integration_amqp_differential

@@ -30,6 +30,7 @@
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/steady_clock.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/transport/in_memory/transport.hpp>
 
@@ -127,12 +128,19 @@ public:
     std::string basic_qos(std::uint16_t prefetch, bool global) {
         return outcome(channel().basic_qos(prefetch, global));
     }
-    std::string basic_consume(const std::string& queue, bool exclusive = false) {
+    std::string basic_consume(const std::string& queue, bool exclusive = false,
+                              bool no_ack = false) {
         std::error_code ec;
         letterbox::in_memory::basic_consume_options o;
         o.exclusive = exclusive;
+        o.no_ack = no_ack;
         channel().basic_consume(
-            queue, [n = deliveries_](const letterbox::in_memory::basic_delivery&) { ++*n; }, ec, o);
+            queue,
+            [n = deliveries_, got = received_](const letterbox::in_memory::basic_delivery& d) {
+                ++*n;
+                got->push_back(*d.msg);
+            },
+            ec, o);
         return outcome(ec);
     }
     std::string basic_recover(bool requeue) { return outcome(channel().basic_recover(requeue)); }
@@ -178,6 +186,8 @@ public:
     }
     /// Deliveries to consumers started with `basic_consume`.
     std::size_t deliveries() const { return *deliveries_; }
+    /// Their messages (with the delivery's exchange and routing key), in arrival order.
+    const std::vector<letterbox::message>& received() const { return *received_; }
 
     void close() {
         if (conn_.is_open())
@@ -216,6 +226,8 @@ private:
     std::optional<bool> confirm_{};
     bool returned_ = false;
     std::shared_ptr<std::size_t> deliveries_ = std::make_shared<std::size_t>(0);
+    std::shared_ptr<std::vector<letterbox::message>> received_ =
+        std::make_shared<std::vector<letterbox::message>>();
 };
 
 // ---- the two worlds --------------------------------------------------------------------------
@@ -247,6 +259,9 @@ public:
 
     /// Lets `d` of virtual time pass, firing what falls due.
     void pause(std::chrono::milliseconds d) { sim_.run_for(d); }
+
+    /// The world's clock, for components that wait on one (a request's timeout).
+    letterbox::virtual_clock& clock() { return sim_.clock; }
 
 private:
     static constexpr std::chrono::milliseconds step_{5};
@@ -326,10 +341,12 @@ public:
         m.global = global;
         return outcome(call(m, &is<codec::basic_qos_ok>).first);
     }
-    std::string basic_consume(const std::string& queue, bool exclusive = false) {
+    std::string basic_consume(const std::string& queue, bool exclusive = false,
+                              bool no_ack = false) {
         codec::basic_consume m;
         m.queue = queue;
         m.exclusive = exclusive;
+        m.no_ack = no_ack;
         return outcome(call(m, &is<codec::basic_consume_ok>).first);
     }
     std::string basic_recover(bool requeue) {
@@ -390,6 +407,7 @@ public:
         return settle(codec::basic_reject{tag, requeue});
     }
     std::size_t deliveries() const { return deliveries_; }
+    const std::vector<letterbox::message>& received() const { return received_; }
 
     void close() {
         if (!conn_)
@@ -485,8 +503,11 @@ private:
             confirm_ = false;
         else if (std::holds_alternative<codec::basic_return>(c.method))
             returned_ = true;
-        else if (std::holds_alternative<codec::basic_deliver>(c.method))
+        else if (std::holds_alternative<codec::basic_deliver>(c.method)) {
             ++deliveries_;
+            std::error_code ec;
+            received_.push_back(codec::to_message(std::move(c), ec));
+        }
     }
 
     std::pair<std::error_code, codec::command>
@@ -544,6 +565,7 @@ private:
     std::optional<bool> confirm_{};
     bool returned_ = false;
     std::size_t deliveries_ = 0;
+    std::vector<letterbox::message> received_{};
 };
 
 /// A real RabbitMQ, reached through a single-threaded io_context that runs only while the
@@ -571,8 +593,11 @@ public:
     /// Lets `d` pass while running handlers (a TTL needs real time to pass).
     void pause(std::chrono::milliseconds d) { io_.run_for(d); }
 
+    letterbox::steady_clock& clock() { return clock_; }
+
 private:
     std::string url_ = broker_url();
+    letterbox::steady_clock clock_{};
     boost::asio::io_context io_{};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
         io_.get_executor()};

@@ -17,6 +17,7 @@
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/direct_reply_to.hpp>
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
@@ -357,6 +358,29 @@ private:
 
     void remove_exchange(const std::string& name);
 
+    // ---- direct reply-to (impl/broker_state_reply_to.hpp) --------------------------------
+
+    // basic.consume from the pseudo-queue `amq.rabbitmq.reply-to`: one no-ack reply consumer
+    // per channel.
+    std::string reply_consume(channel_state& ch, basic_consume_options opts,
+                              delivery_callback on_delivery, cancel_handler on_cancel,
+                              std::error_code& ec);
+
+    // A publish whose reply_to is the pseudo-queue gets the channel's reply address instead;
+    // a channel without a reply consumer cannot send one (406).
+    std::error_code set_reply_address(channel_state& ch, message& msg);
+
+    // Delivers a publish to `amq.rabbitmq.reply-to.<key>` on the default exchange to the
+    // channel the key names, if it still consumes replies. Routing goes on regardless.
+    void deliver_reply(const std::shared_ptr<const envelope>& env);
+
+    // queue.declare of the pseudo-queue or of a reply address; std::nullopt for other names.
+    std::optional<queue_declare_ok> declare_reply_queue(channel_state& ch, const std::string& name,
+                                                        std::error_code& ec);
+
+    // The channel's reply consumer is gone (cancelled, or the channel closed).
+    void forget_reply_consumer(channel_state& ch);
+
     // ---- events ------------------------------------------------------------------------
 
     // Runs what the outermost operation left behind: dead letters first (they may cause more
@@ -396,6 +420,9 @@ private:
     std::uint64_t lose_confirm_at_ = 0;
     std::uint64_t refused_connections_ = 0;
     std::vector<letterbox::detail::unique_function<void()>> up_waiters_;
+    // Reply keys (`amq.rabbitmq.reply-to.<key>`) of the channels that consume replies.
+    std::map<std::string, std::weak_ptr<channel_state>, std::less<>> reply_channels_;
+    std::uint64_t reply_keys_ = 0;
     bool down_ = false;
     int depth_ = 0;
 };
@@ -413,6 +440,7 @@ private:
 #include <letterbox/transport/in_memory/detail/impl/broker_state_faults.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_observation.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_queue_contents.hpp>
+#include <letterbox/transport/in_memory/detail/impl/broker_state_reply_to.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_returns.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_routing.hpp>
 #include <letterbox/transport/in_memory/detail/impl/broker_state_topology.hpp>

@@ -65,6 +65,10 @@ struct channel_state {
     std::uint32_t global_outstanding = 0;
     std::uint64_t next_consumer_tag = 1;
     std::map<std::string, std::shared_ptr<consumer_state>, std::less<>> consumers;
+    // Direct reply-to: the key of this channel's reply address and its reply consumer's tag
+    // (both empty while it has none).
+    std::string reply_key;
+    std::string reply_tag;
     confirm_handler on_confirm;
     return_handler on_return;
     close_handler on_close;

@@ -81,6 +81,8 @@ LETTERBOX_DECL std::error_code broker_state::basic_publish(channel_state& ch, me
             return channel_error(ch, errc::precondition_failed,
                                  "invalid expiration '" + *msg.properties.expiration + "': " + why);
     }
+    if (auto ec = set_reply_address(ch, msg))
+        return ec;
     std::vector<std::string> cc, bcc;
     for (auto [header, keys] : {std::pair{headers::cc, &cc}, std::pair{headers::bcc, &bcc}}) {
         if (const auto* v = msg.headers.find(header)) {
@@ -114,6 +116,9 @@ LETTERBOX_DECL std::error_code broker_state::basic_publish(channel_state& ch, me
     env->bcc = std::move(bcc);
     env->history_is_ours = history_is_ours;
 
+    // A reply to a direct reply-to address reaches its channel and is then routed as any
+    // publish: no queue is named so, so a mandatory reply is also returned (seen on 3.10.8).
+    deliver_reply(env);
     route_scratch_.clear();
     route(env, route_scratch_, nullptr, &xit->second);
     bool refused = false;
@@ -158,6 +163,8 @@ LETTERBOX_DECL std::string broker_state::basic_consume(channel_state& ch, std::s
     if (ec)
         return {};
     scope s(*this);
+    if (queue == topology::direct_reply_to)
+        return reply_consume(ch, std::move(opts), std::move(on_delivery), std::move(on_cancel), ec);
     auto* q = find_queue(ch, queue, ec);
     if (!q)
         return {};
@@ -214,6 +221,8 @@ LETTERBOX_DECL std::error_code broker_state::basic_cancel(channel_state& ch, std
         return {};
     auto c = it->second;
     ch.consumers.erase(it);
+    if (c->tag == ch.reply_tag)
+        forget_reply_consumer(ch);
     remove_consumer(*c);
     return {};
 }

@@ -49,6 +49,7 @@ LETTERBOX_DECL void broker_state::wind_down(channel_state& ch, close_reason why)
     scope s(*this);
     ch.reason = std::move(why);
     requeue_all(ch, return_kind::channel_closed);
+    forget_reply_consumer(ch);
     for (auto& [tag, c] : ch.consumers)
         remove_consumer(*c);
     ch.consumers.clear();

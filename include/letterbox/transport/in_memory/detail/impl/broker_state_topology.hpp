@@ -127,6 +127,8 @@ LETTERBOX_DECL queue_declare_ok broker_state::queue_declare(channel_state& ch,
     std::string name = decl.name;
     if (name.empty() && !passive)
         name = "amq.gen-" + std::to_string(++generated_names_);
+    if (auto reply = declare_reply_queue(ch, name, ec))
+        return *reply;
     auto it = queues_.find(name);
     if (passive) {
         if (it == queues_.end()) {
