@@ -18,6 +18,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
 
 #include <cstdint>
@@ -62,6 +63,12 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 /// in the transport until `connection.unblocked`. Settling a delivery tag twice, or one never
 /// delivered, completes with `errc::precondition_failed` (the broker closes that channel, as
 /// RabbitMQ does, and its consumer subscribes again).
+///
+/// Direct reply-to: a consumer of `amq.rabbitmq.reply-to` (`topology::direct_reply_to`) goes on
+/// the publishing channel, the only one on which RabbitMQ takes a request naming it as
+/// `reply_to`; one per transport (a second completes with `errc::precondition_failed`), taken
+/// along to every new publishing channel. A publish to a reply address on the default exchange
+/// goes without `mandatory` (RabbitMQ delivers it and returns it too).
 ///
 /// Errors from the broker on a channel (404, 406, ...) complete the operation that caused
 /// them with the reply code's `errc` and never kill the connection: the channel is replaced.
@@ -189,6 +196,25 @@ public:
     auto async_close(Token&& token) {
         return run<void(error_code)>(std::forward<Token>(token),
                                      [](auto& s, auto done) { s.close(std::move(done)); });
+    }
+
+    /// Completes when the connection is lost (`connection_watcher`): with success at the next
+    /// loss (a broker restart, missed heartbeats, a socket error, `connection.close` from the
+    /// broker), before the transport reconnects; with `errc::closed` at `async_close`; with
+    /// `operation_aborted` when cancelled through the token's slot (any type).
+    template <class Token>
+    auto async_wait_disconnected(Token&& token) {
+        return run<void(error_code)>(std::forward<Token>(token), [](auto& s, auto op) {
+            const auto id = s.watch_disconnect([op](std::error_code ec) { op(ec); });
+            std::weak_ptr<detail::transport_state> weak = s.shared_from_this();
+            op.on_cancel(
+                [weak, id](auto cancelled) {
+                    if (auto st = weak.lock())
+                        st->unwatch_disconnect(id);
+                    cancelled.cancelled();
+                },
+                boost::asio::cancellation_type::all);
+        });
     }
 
     /// Whether the transport is connected to the broker now: its connection is open and its

@@ -186,4 +186,24 @@ concept queue_depth_reader = requires(T& t, const std::string& queue) {
 template <class T>
 concept queue_reader = transport<T> && message_getter<T> && queue_depth_reader<T>;
 
+/// A `transport` that tells when its connection is lost: what a `request_client` needs to end
+/// its waiting requests at once instead of at their timeouts, since the replies they wait for
+/// died with the connection (an exclusive reply queue is deleted with it). An optional
+/// refinement.
+///
+/// Requirement, for `t` of type `T&` (same completion-token and executor rules as
+/// `transport`): `t.async_wait_disconnected(tok)` completes with `void(error_code)`.
+///
+/// Semantics: the wait completes with success when the connection the transport holds (or
+/// is about to open) is lost, before the transport opens the next one; with `errc::closed`
+/// when the transport is closed; with `operation_aborted` when cancelled through its token's
+/// cancellation slot (`terminal`, `partial` or `total`). A wait started while the
+/// transport is disconnected completes at the loss of the next connection.
+///
+/// Models: `in_memory::transport`; `amqp::transport`.
+template <class T>
+concept connection_watcher = transport<T> && requires(T& t) {
+    t.async_wait_disconnected(detail::error_completion{});
+};
+
 } // namespace letterbox

@@ -15,6 +15,7 @@
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/direct_reply_to.hpp>
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue.hpp>
 
@@ -93,6 +94,11 @@ public:
     void get(const std::string& queue, get_completion done);
     void depth(const std::string& queue, depth_completion done);
     void close(completion done);
+
+    // `f` runs once, at the next loss of the connection (success) or at `close` (`closed`);
+    // the returned id takes it back (`unwatch_disconnect`).
+    std::uint64_t watch_disconnect(completion f);
+    void unwatch_disconnect(std::uint64_t id) { disconnect_watchers_.erase(id); }
     /// Drops the current connection as a network failure would (for recovery tests).
     void drop_connection();
     bool is_open() const noexcept { return phase_ == phase::open; }
@@ -146,6 +152,8 @@ private:
     void recover_consumers(std::vector<std::shared_ptr<subscription>> subs, std::size_t next);
     void opened();
     void fail_waiters(std::error_code ec);
+    // Runs the connection watchers with `ec`.
+    void notify_disconnected(std::error_code ec);
 
     void acquire(const std::shared_ptr<lazy_channel>& lc, channel_setup setup, channel_ready done);
     void admin_call(codec::method m, channel_core::reply_filter filter, rpc_done done,
@@ -164,6 +172,11 @@ private:
     void fail_unconfirmed(std::error_code ec);
 
     void subscribe_now(const std::shared_ptr<subscription>& sub, completion done);
+    // Direct reply-to: the reply consumer lives on the publishing channel, because RabbitMQ
+    // takes a request naming `amq.rabbitmq.reply-to` only on the channel that consumes it.
+    void subscribe_replies(const std::shared_ptr<subscription>& sub, completion done);
+    void consume_replies_on(const std::shared_ptr<channel_core>& ch, completion done);
+    void cancel_replies(const std::shared_ptr<subscription>& sub, completion done);
     void on_consumer_command(const std::weak_ptr<subscription>& sub, std::uint64_t uid,
                              codec::command&& cmd);
     void on_consumer_closed(const std::weak_ptr<subscription>& sub, std::uint64_t uid);
@@ -185,6 +198,8 @@ private:
     bool closed_ = false;
     std::vector<completion> waiters_;
     std::vector<completion> close_waiters_;
+    std::map<std::uint64_t, completion> disconnect_watchers_;
+    std::uint64_t next_watcher_ = 0;
 
     std::vector<declaration> declared_;
     std::shared_ptr<lazy_channel> admin_ = std::make_shared<lazy_channel>();
@@ -200,6 +215,8 @@ private:
     message_id_generator ids_{};
 
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;
+    // The direct reply-to consumer, if any (one per transport: one per publishing channel).
+    std::shared_ptr<subscription> reply_sub_;
     std::map<std::uint64_t, settle_entry> channels_;
     std::uint64_t next_tag_ = 0;
 };

@@ -51,6 +51,10 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory {
 /// is lost or closed. `async_queue_depth` is a passive `queue.declare` on the topology channel,
 /// which is reopened after the 404 of a missing queue.
 ///
+/// Direct reply-to goes as on `amqp::transport`: a consumer of `amq.rabbitmq.reply-to` runs on
+/// the publishing channel (one per transport), and a reply to an address is published without
+/// `mandatory`. `async_wait_disconnected` models `connection_watcher`.
+///
 /// Every operation is posted to the broker's executor (it starts after the caller's handler
 /// returns, as a request on a socket would, so a consumer that nacks with requeue inside its
 /// delivery handler cannot spin the broker inside one handler) and completes through the
@@ -164,6 +168,25 @@ public:
     /// replaced, and after `async_close`. For readiness checks: callable from any thread, never
     /// blocks; the answer may be stale by the time it is read.
     bool is_connected() const noexcept { return state_ && state_->connected(); }
+
+    /// Completes when the connection is lost (`connection_watcher`): with success at the next
+    /// loss (a fault, a broker restart), before the transport connects again; with
+    /// `errc::closed` at `async_close`; with `operation_aborted` when cancelled through the
+    /// token's slot (any type).
+    template <class Token>
+    auto async_wait_disconnected(Token&& token) {
+        return start<void(error_code)>(std::forward<Token>(token), [](auto& s, auto op) {
+            const auto id = s.watch_disconnect([op](std::error_code ec) { op(ec); });
+            std::weak_ptr<in_memory::detail::transport_state> weak = s.shared_from_this();
+            op.on_cancel(
+                [weak, id](auto cancelled) {
+                    if (auto st = weak.lock())
+                        st->unwatch_disconnect(id);
+                    cancelled.cancelled();
+                },
+                boost::asio::cancellation_type::all);
+        });
+    }
 
     /// Closes the connection: pending publishes complete with `outcome_unknown`,
     /// unacknowledged deliveries are requeued. Idempotent.

@@ -71,9 +71,10 @@ LETTERBOX_DECL void transport_state::recover_topology(std::size_t next) {
     if (!connection_usable())
         return;
     if (next == declared_.size()) {
+        // The reply consumer comes back with the next publishing channel (setup_publisher).
         std::vector<std::shared_ptr<subscription>> subs;
         for (auto& [tag, sub] : subscriptions_)
-            if (!sub->subscribing)
+            if (!sub->subscribing && sub != reply_sub_)
                 subs.push_back(sub);
         return recover_consumers(std::move(subs), 0);
     }
@@ -132,6 +133,7 @@ LETTERBOX_DECL void transport_state::on_connection_lost(std::uint64_t generation
     fail_unconfirmed(make_error_code(errc::outcome_unknown));
     fail_outbox(make_error_code(errc::connection_closed));
     fail_waiters(make_error_code(errc::connection_closed));
+    notify_disconnected({});
     for (auto* lc : {admin_.get(), publisher_.get()})
         lc->ch.reset();
     getters_.clear();
@@ -164,6 +166,24 @@ LETTERBOX_DECL void transport_state::drop_connection() {
         conn_->abort(make_error_code(errc::connection_closed));
 }
 
+LETTERBOX_DECL std::uint64_t transport_state::watch_disconnect(completion f) {
+    const auto id = ++next_watcher_;
+    if (closed_) {
+        boost::asio::post(strand_,
+                          [f = std::move(f)]() mutable { f(make_error_code(errc::closed)); });
+        return id;
+    }
+    disconnect_watchers_.emplace(id, std::move(f));
+    return id;
+}
+
+LETTERBOX_DECL void transport_state::notify_disconnected(std::error_code ec) {
+    auto watchers = std::move(disconnect_watchers_);
+    disconnect_watchers_.clear();
+    for (auto& [id, f] : watchers)
+        f(ec);
+}
+
 LETTERBOX_DECL void transport_state::close(completion done) {
     if (closed_) {
         if (conn_ && conn_->current_state() != connection_core::state::closed) {
@@ -183,7 +203,9 @@ LETTERBOX_DECL void transport_state::close(completion done) {
     fail_unconfirmed(make_error_code(errc::outcome_unknown));
     fail_outbox(make_error_code(errc::outcome_unknown));
     fail_waiters(make_error_code(errc::closed));
+    notify_disconnected(make_error_code(errc::closed));
     subscriptions_.clear();
+    reply_sub_.reset();
     channels_.clear();
     getters_.clear();
     close_waiters_.push_back(std::move(done));

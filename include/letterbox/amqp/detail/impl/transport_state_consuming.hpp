@@ -6,6 +6,7 @@
 
 #include <letterbox/amqp/detail/transport_state.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/topology/direct_reply_to.hpp>
 
 #include <letterbox/error.hpp>
 
@@ -25,6 +26,11 @@ LETTERBOX_DECL void transport_state::consume(consume_options o,
                                              consume_completion done) {
     if (closed_)
         return done(make_error_code(errc::closed), nullptr);
+    const bool replies = o.queue == topology::direct_reply_to;
+    if (replies && reply_sub_)
+        // One reply consumer per channel, and they would all go on the publishing channel:
+        // refused here, before the broker closes that channel (406 reply consumer already set).
+        return done(make_error_code(errc::precondition_failed), nullptr);
     auto sub = std::make_shared<subscription>();
     if (o.consumer_tag.empty())
         o.consumer_tag =
@@ -34,6 +40,8 @@ LETTERBOX_DECL void transport_state::consume(consume_options o,
     sub->subscribing = true;
     // Registered at once, so that a cancel right after the consume finds it.
     subscriptions_[sub->options.consumer_tag] = sub;
+    if (replies)
+        reply_sub_ = sub;
     auto finish = [self = shared_from_this(), sub,
                    done = std::move(done)](std::error_code e) mutable {
         sub->subscribing = false;
@@ -43,16 +51,22 @@ LETTERBOX_DECL void transport_state::consume(consume_options o,
             if (auto it = self->subscriptions_.find(sub->options.consumer_tag);
                 it != self->subscriptions_.end() && it->second == sub)
                 self->subscriptions_.erase(it);
+            if (self->reply_sub_ == sub)
+                self->reply_sub_.reset();
             for (auto& w : waiters)
                 w({});
             return done(e, nullptr);
         }
         if (sub->cancelled) {
             // Cancelled before the consume-ok: cancel now; the consume itself succeeded.
-            self->cancel_now(sub, [waiters = std::move(waiters)](std::error_code ec) mutable {
+            auto then = [waiters = std::move(waiters)](std::error_code ec) mutable {
                 for (auto& w : waiters)
                     w(ec);
-            });
+            };
+            if (sub == self->reply_sub_)
+                self->cancel_replies(sub, std::move(then));
+            else
+                self->cancel_now(sub, std::move(then));
         }
         done({}, sub);
     };
@@ -60,8 +74,70 @@ LETTERBOX_DECL void transport_state::consume(consume_options o,
         [self = shared_from_this(), sub, finish = std::move(finish)](std::error_code ec) mutable {
             if (ec)
                 return finish(ec);
+            if (sub == self->reply_sub_)
+                return self->subscribe_replies(sub, std::move(finish));
             self->subscribe_now(sub, std::move(finish));
         });
+}
+
+LETTERBOX_DECL void transport_state::subscribe_replies(const std::shared_ptr<subscription>& sub,
+                                                       completion done) {
+    if (!connection_usable())
+        return done(make_error_code(errc::connection_closed));
+    if (sub->ch && sub->ch->is_open())
+        return done({}); // a new publishing channel took it meanwhile
+    // A publishing channel being set up consumes replies as its last step (setup_publisher).
+    if (publisher_->ch && publisher_->ch->is_open() && publisher_->ch->uid() == publisher_uid_)
+        return consume_replies_on(publisher_->ch, std::move(done));
+    auto self = shared_from_this();
+    acquire(
+        publisher_,
+        [self](const std::shared_ptr<channel_core>& ch, completion then) {
+            self->setup_publisher(ch, std::move(then));
+        },
+        [done = std::move(done)](std::error_code ec, std::shared_ptr<channel_core>) mutable {
+            done(ec);
+        });
+}
+
+LETTERBOX_DECL void transport_state::consume_replies_on(const std::shared_ptr<channel_core>& ch,
+                                                        completion done) {
+    auto sub = reply_sub_;
+    if (!sub)
+        return done({});
+    codec::basic_consume m;
+    m.queue = std::string(topology::direct_reply_to);
+    m.consumer_tag = sub->options.consumer_tag;
+    m.no_ack = true;
+    m.arguments = sub->options.arguments;
+    ch->call(std::move(m), &is_one_of<codec::basic_consume_ok>,
+             [self = shared_from_this(), sub, ch, done = std::move(done)](std::error_code ec,
+                                                                          codec::command) mutable {
+                 if (!ec && self->reply_sub_ == sub) {
+                     sub->ch = ch;
+                     // Registered like a consumer's channel, for its deliveries; it owes no
+                     // acknowledgement (no-ack).
+                     self->channels_[ch->uid()] = settle_entry{ch, {}, false};
+                 }
+                 done(ec);
+             });
+}
+
+LETTERBOX_DECL void transport_state::cancel_replies(const std::shared_ptr<subscription>& sub,
+                                                    completion done) {
+    if (reply_sub_ == sub)
+        reply_sub_.reset();
+    auto ch = std::exchange(sub->ch, nullptr);
+    if (!ch || !ch->is_open())
+        return done({});
+    // The publishing channel stays: only the consumer goes.
+    ch->call(codec::basic_cancel{sub->options.consumer_tag, false},
+             &is_one_of<codec::basic_cancel_ok>,
+             [done = std::move(done)](std::error_code ec, codec::command) mutable {
+                 if (ec == errc::channel_closed || ec == errc::connection_closed)
+                     ec.clear();
+                 done(ec);
+             });
 }
 
 LETTERBOX_DECL void transport_state::subscribe_now(const std::shared_ptr<subscription>& sub,
@@ -204,6 +280,8 @@ LETTERBOX_DECL void transport_state::cancel(const std::string& tag, completion d
         sub->cancel_waiters.push_back(std::move(done));
         return;
     }
+    if (sub == reply_sub_)
+        return cancel_replies(sub, std::move(done));
     cancel_now(sub, std::move(done));
 }
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <variant>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 
@@ -73,7 +74,9 @@ LETTERBOX_DECL void transport_state::pump() {
         codec::basic_publish p;
         p.exchange = o.msg.exchange;
         p.routing_key = o.msg.routing_key;
-        p.mandatory = true;
+        // A reply to a direct reply-to address is delivered and yet returned when it is
+        // mandatory (it reaches no queue): it goes without the flag.
+        p.mandatory = !topology::is_direct_reply(o.msg.exchange, o.msg.routing_key);
         if (auto ec = ch.publish(p, props, o.msg.body)) {
             o.done(ec);
             continue;
@@ -97,20 +100,30 @@ LETTERBOX_DECL void transport_state::setup_publisher(const std::shared_ptr<chann
             self->on_publisher_closed(uid, ec, text);
     };
     ch->call(codec::confirm_select{false}, &is_one_of<codec::confirm_select_ok>,
-             [self = shared_from_this(), uid, done = std::move(done)](std::error_code ec,
-                                                                      codec::command) mutable {
-                 if (!ec) {
-                     // Sequence numbers start at 1 on every confirm-mode channel.
-                     self->publisher_uid_ = uid;
-                     self->next_seq_ = 0;
-                 }
-                 done(ec);
+             [self = shared_from_this(), ch, uid, done = std::move(done)](std::error_code ec,
+                                                                          codec::command) mutable {
+                 if (ec)
+                     return done(ec);
+                 // Sequence numbers start at 1 on every confirm-mode channel.
+                 self->publisher_uid_ = uid;
+                 self->next_seq_ = 0;
+                 if (!self->reply_sub_)
+                     return done(ec);
+                 // The reply consumer moves to every new publishing channel, before the first
+                 // publish that may name it.
+                 self->consume_replies_on(ch, std::move(done));
              });
 }
 
 LETTERBOX_DECL void transport_state::on_publisher_command(std::uint64_t uid, codec::command&& cmd) {
     if (uid != publisher_uid_)
         return;
+    if (std::holds_alternative<codec::basic_deliver>(cmd.method)) {
+        // A reply to this channel's direct reply-to consumer.
+        if (reply_sub_)
+            on_consumer_command(reply_sub_, uid, std::move(cmd));
+        return;
+    }
     if (const auto* ack = std::get_if<codec::basic_ack>(&cmd.method))
         return confirm(ack->delivery_tag, ack->multiple, true);
     if (const auto* nack = std::get_if<codec::basic_nack>(&cmd.method))
@@ -144,6 +157,11 @@ LETTERBOX_DECL void transport_state::on_publisher_closed(std::uint64_t uid, std:
     if (uid != publisher_uid_)
         return;
     publisher_uid_ = 0;
+    // The reply consumer went with the channel; the next publishing channel takes it again.
+    if (reply_sub_ && reply_sub_->ch && reply_sub_->ch->uid() == uid) {
+        reply_sub_->ch.reset();
+        channels_.erase(uid);
+    }
     // RabbitMQ closes the channel with 404 "NOT_FOUND - no exchange 'x' in vhost '/'" for a
     // publish to a missing exchange; every unconfirmed publish to that exchange failed so
     // (those after it were discarded with the channel). Any other unconfirmed publish may or

@@ -15,6 +15,7 @@
 #include <letterbox/error.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/direct_reply_to.hpp>
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
@@ -102,6 +103,11 @@ public:
 
     in_memory::connection& connection() noexcept { return conn_; }
 
+    // `f` runs once, at the next loss of the connection (success) or at `close` (`closed`);
+    // the returned id takes it back (`unwatch_disconnect`).
+    std::uint64_t watch_disconnect(completion f);
+    void unwatch_disconnect(std::uint64_t id) { disconnect_watchers_.erase(id); }
+
     /// Whether the transport's connection is open (set on the executor, readable anywhere).
     bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
 
@@ -160,6 +166,9 @@ private:
 
     void on_confirm(std::uint64_t seq, bool ack, bool multiple);
 
+    // Runs the connection watchers with `ec`.
+    void notify_disconnected(std::error_code ec);
+
     // Fails every publish awaiting a confirm, except the one being published right now: if
     // its own publish closed the channel, it reports that error instead.
     void fail_pending(errc e);
@@ -167,6 +176,10 @@ private:
     void on_connection_lost();
 
     std::error_code subscribe(const std::shared_ptr<subscription>& p);
+
+    // What the broker calls with each delivery to the consumer `p`.
+    std::function<void(const basic_delivery&)>
+    delivery_callback(const std::shared_ptr<subscription>& p);
 
     // A cancelled consumer's channel stays open while it still holds unacknowledged deliveries
     // (they can still be settled, as on RabbitMQ), then closes.
@@ -179,9 +192,13 @@ private:
     channel admin_;
     pending_list pending_;
     std::map<std::string, std::shared_ptr<subscription>> subscriptions_;
+    // The direct reply-to consumer (of `amq.rabbitmq.reply-to`), on the publishing channel.
+    std::shared_ptr<subscription> reply_sub_;
     std::map<std::uint64_t, channel> channels_;
     std::map<std::string, channel> getters_;
     std::set<std::uint64_t> retired_;
+    std::map<std::uint64_t, completion> disconnect_watchers_;
+    std::uint64_t next_watcher_ = 0;
     std::uint64_t in_flight_ = 0;
     bool closed_ = false;
     bool waiting_for_broker_ = false;

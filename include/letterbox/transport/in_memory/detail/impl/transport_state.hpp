@@ -82,7 +82,10 @@ LETTERBOX_DECL void transport_state::publish(message&& m, completion done) {
     const auto seq = publisher_.next_publish_seq();
     add_pending(seq, std::move(done));
     in_flight_ = seq;
-    auto ec = publisher_.publish_moved(std::move(m), true);
+    // A reply to a direct reply-to address is delivered and yet returned when published
+    // mandatory (RabbitMQ routes it to no queue): it is published without the flag.
+    const bool mandatory = !topology::is_direct_reply(m.exchange, m.routing_key);
+    auto ec = publisher_.publish_moved(std::move(m), mandatory);
     in_flight_ = 0;
     // Either this publish closed the channel (it was never stored: report why), or the
     // channel closed after storing it (its confirm will never come: outcome unknown).
@@ -104,6 +107,13 @@ transport_state::consume(const consume_options& o, std::function<void(delivery)>
         ec = errc::connection_closed;
         return {};
     }
+    const bool replies = o.queue == topology::direct_reply_to;
+    if (replies && reply_sub_) {
+        // The broker takes one reply consumer per channel, and they all go on the publishing
+        // channel: refused here, before the broker would close that channel.
+        ec = errc::precondition_failed;
+        return {};
+    }
     auto sub = std::make_shared<subscription>();
     sub->options = o;
     sub->on_delivery = std::move(on_delivery);
@@ -111,6 +121,8 @@ transport_state::consume(const consume_options& o, std::function<void(delivery)>
     if (ec)
         return {};
     subscriptions_.emplace(sub->options.consumer_tag, sub);
+    if (replies)
+        reply_sub_ = sub;
     return sub;
 }
 
@@ -133,7 +145,10 @@ LETTERBOX_DECL std::error_code transport_state::cancel(const std::string& tag) {
     std::error_code ec;
     if (sub->ch.is_open())
         ec = sub->ch.basic_cancel(tag);
-    retire(sub->ch);
+    if (sub == reply_sub_)
+        reply_sub_.reset(); // its channel is the publishing channel: it stays
+    else
+        retire(sub->ch);
     return ec;
 }
 
@@ -169,11 +184,30 @@ LETTERBOX_DECL void transport_state::close() {
     closed_ = true;
     connected_.store(false, std::memory_order_release);
     subscriptions_.clear();
+    reply_sub_.reset();
     if (conn_.is_open())
         conn_.close();
     fail_pending(errc::outcome_unknown);
     channels_.clear();
     getters_.clear();
+    notify_disconnected(errc::closed);
+}
+
+LETTERBOX_DECL std::uint64_t transport_state::watch_disconnect(completion f) {
+    const auto id = ++next_watcher_;
+    if (closed_) {
+        boost::asio::post(executor(), [f = std::move(f)]() mutable { f(errc::closed); });
+        return id;
+    }
+    disconnect_watchers_.emplace(id, std::move(f));
+    return id;
+}
+
+LETTERBOX_DECL void transport_state::notify_disconnected(std::error_code ec) {
+    auto watchers = std::move(disconnect_watchers_);
+    disconnect_watchers_.clear();
+    for (auto& [id, f] : watchers)
+        f(ec);
 }
 
 LETTERBOX_DECL channel transport_state::getter(const std::string& queue) {
@@ -263,7 +297,10 @@ LETTERBOX_DECL void transport_state::on_broker_cancel(const std::string& tag) {
         return;
     auto sub = it->second;
     subscriptions_.erase(it);
-    retire(sub->ch);
+    if (sub == reply_sub_)
+        reply_sub_.reset();
+    else
+        retire(sub->ch);
 }
 
 LETTERBOX_DECL void transport_state::open_publisher() {
@@ -282,8 +319,24 @@ LETTERBOX_DECL void transport_state::open_publisher() {
     publisher_.on_close([self](const close_reason&) {
         // Confirms of a closed channel never come: their outcome is unknown. The next
         // publish opens a new channel.
-        if (auto s = self.lock())
-            s->fail_pending(errc::outcome_unknown);
+        auto s = self.lock();
+        if (!s)
+            return;
+        s->fail_pending(errc::outcome_unknown);
+        // A channel error took the reply consumer with it: consume replies again on a new
+        // publishing channel (posted: the close happens inside a broker operation). A lost
+        // connection is left to `connect`.
+        if (s->reply_sub_)
+            boost::asio::post(s->executor(), [self] {
+                auto s2 = self.lock();
+                if (!s2 || s2->closed_ || !s2->conn_.is_open() || !s2->reply_sub_ ||
+                    (s2->publisher_.is_open() && s2->reply_sub_->ch.id() == s2->publisher_.id()))
+                    return;
+                if (s2->subscribe(s2->reply_sub_)) {
+                    s2->subscriptions_.erase(s2->reply_sub_->options.consumer_tag);
+                    s2->reply_sub_.reset();
+                }
+            });
     });
 }
 
@@ -349,6 +402,7 @@ LETTERBOX_DECL void transport_state::on_connection_lost() {
     fail_pending(errc::outcome_unknown);
     if (closed_)
         return;
+    notify_disconnected({});
     std::weak_ptr<transport_state> self = weak_from_this();
     boost::asio::post(executor(), [self] {
         if (auto s = self.lock())
@@ -356,8 +410,43 @@ LETTERBOX_DECL void transport_state::on_connection_lost() {
     });
 }
 
+LETTERBOX_DECL std::function<void(const basic_delivery&)>
+transport_state::delivery_callback(const std::shared_ptr<subscription>& p) {
+    std::weak_ptr<transport_state> self = weak_from_this();
+    std::weak_ptr<subscription> weak_sub = p;
+    return [self, weak_sub](const basic_delivery& d) {
+        // Only whether the transport is still there: it is not held during the call.
+        if (self.expired())
+            return;
+        auto sp = weak_sub.lock();
+        if (!sp || !sp->on_delivery)
+            return;
+        if (sp->started)
+            sp->on_delivery(d.to_delivery());
+        else
+            sp->pending.push_back(d.to_delivery());
+    };
+}
+
 LETTERBOX_DECL std::error_code transport_state::subscribe(const std::shared_ptr<subscription>& p) {
     auto& sub = *p;
+    if (sub.options.queue == topology::direct_reply_to) {
+        // Direct reply-to: RabbitMQ takes a request naming the pseudo-queue as its reply_to
+        // only on the channel that consumes it, so replies are consumed on the publishing
+        // channel (without acknowledgements, as the broker requires).
+        if (!publisher_.is_open())
+            open_publisher();
+        sub.ch = publisher_;
+        channels_[sub.ch.id()] = sub.ch;
+        std::error_code ec;
+        in_memory::basic_consume_options opts{sub.options.consumer_tag, sub.options.no_ack,
+                                              sub.options.exclusive, sub.options.arguments};
+        auto tag =
+            sub.ch.basic_consume(sub.options.queue, delivery_callback(p), ec, std::move(opts));
+        if (!ec)
+            sub.options.consumer_tag = tag;
+        return ec;
+    }
     sub.ch = conn_.open_channel();
     channels_[sub.ch.id()] = sub.ch;
     {
@@ -380,26 +469,11 @@ LETTERBOX_DECL std::error_code transport_state::subscribe(const std::shared_ptr<
     in_memory::basic_consume_options opts{sub.options.consumer_tag, sub.options.no_ack,
                                           sub.options.exclusive, sub.options.arguments};
     std::weak_ptr<transport_state> self = weak_from_this();
-    std::weak_ptr<subscription> weak_sub = p;
-    auto tag = sub.ch.basic_consume(
-        sub.options.queue,
-        [self, weak_sub](const basic_delivery& d) {
-            // Only whether the transport is still there: it is not held during the call.
-            if (self.expired())
-                return;
-            auto sp = weak_sub.lock();
-            if (!sp || !sp->on_delivery)
-                return;
-            if (sp->started)
-                sp->on_delivery(d.to_delivery());
-            else
-                sp->pending.push_back(d.to_delivery());
-        },
-        ec, std::move(opts),
-        [self](const std::string& t) {
-            if (auto s = self.lock())
-                s->on_broker_cancel(t);
-        });
+    auto tag = sub.ch.basic_consume(sub.options.queue, delivery_callback(p), ec, std::move(opts),
+                                    [self](const std::string& t) {
+                                        if (auto s = self.lock())
+                                            s->on_broker_cancel(t);
+                                    });
     if (!ec)
         sub.options.consumer_tag = tag;
     return ec;
