@@ -85,6 +85,8 @@ enum class errc {
                              ///< deduplicated, so it is refused rather than handled unguarded
     missing_group_key,       ///< the message has no group key, and the consumer's groups
                              ///< refuse such messages rather than guess an order for them
+    missing_reply_to,        ///< a request reached a responder without a `reply_to` address,
+                             ///< so no reply can be sent
 };
 
 /// The `std::error_category` of `letterbox::errc`.
@@ -196,6 +198,8 @@ public:
         case errc::missing_group_key:
             return "the message has no group key (no x-letterbox-group header, or none found by "
                    "the consumer's key function), so its order is unknown";
+        case errc::missing_reply_to:
+            return "the request has no reply_to address, so no reply can be sent";
         }
         return "unknown letterbox error";
     }

@@ -26,19 +26,24 @@ inline constexpr std::string_view missing_idempotency_key = "missing-idempotency
 /// A consumer with message groups refused a message that has no group key
 /// (`errc::missing_group_key`, `group_options::on_missing_key`).
 inline constexpr std::string_view missing_group_key = "missing-group-key";
+/// A responder received a request without a `reply_to` address (`errc::missing_reply_to`).
+inline constexpr std::string_view missing_reply_to = "missing-reply-to";
 } // namespace death_reason
 
 /// The death reason that an error carries by itself, or an empty view: the reason of a
 /// failure that no retry can mend and that must be told apart from the policy's
 /// `permanent-failure`. Such a failure is permanent whatever the retry policy's classifier
 /// says, and the dead-letter layer records this reason: `errc::missing_idempotency_key`
-/// (`death_reason::missing_idempotency_key`) and `errc::missing_group_key`
-/// (`death_reason::missing_group_key`).
+/// (`death_reason::missing_idempotency_key`), `errc::missing_group_key`
+/// (`death_reason::missing_group_key`) and `errc::missing_reply_to`
+/// (`death_reason::missing_reply_to`).
 inline std::string_view intrinsic_death_reason(const std::error_code& ec) noexcept {
     if (ec == errc::missing_idempotency_key)
         return death_reason::missing_idempotency_key;
     if (ec == errc::missing_group_key)
         return death_reason::missing_group_key;
+    if (ec == errc::missing_reply_to)
+        return death_reason::missing_reply_to;
     return {};
 }
 

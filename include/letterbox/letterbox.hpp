@@ -63,9 +63,12 @@
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/payload.hpp>
 #include <letterbox/receive_endpoint.hpp>
+#include <letterbox/request_client.hpp>
+#include <letterbox/responder.hpp>
 #include <letterbox/retry.hpp>
 #include <letterbox/store_time.hpp>
 #include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/direct_reply_to.hpp>
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>

@@ -18,6 +18,7 @@
 #include "differential_world.hpp"
 
 #include <letterbox/headers.hpp>
+#include <letterbox/request_client.hpp>
 #include <letterbox/topology/exchange.hpp>
 
 #include <catch2/catch.hpp>
@@ -1630,6 +1631,104 @@ trace direct_reply_to(World& w, const std::string& prefix) {
     responder.close();
     s.close();
     return out;
+}
+
+/// letterbox's request client and a responder over `route`: a reply, a timeout, the late
+/// reply dropped, and a second client falling back to a reply queue.
+template <class World>
+trace request_reply(World& w, const std::string& prefix, letterbox::reply_route route) {
+    trace out;
+    session s(w, prefix, out);
+    session serving(w, prefix, out);
+    const auto q = s.name("quotes");
+    s.declare_queue(q);
+
+    // The responder answers at once, except "slow", which it holds until told.
+    std::optional<letterbox::delivery> held;
+    letterbox::consume_options o;
+    o.queue = q;
+    o.no_ack = true;
+    auto& t = serving.transport();
+    auto reply = [&t](const letterbox::delivery& d) {
+        letterbox::message r;
+        r.routing_key = d.msg.properties.reply_to.value_or("");
+        r.properties.correlation_id = d.msg.properties.correlation_id;
+        r.body = "re: " + d.msg.body;
+        t.async_publish(r, [](letterbox::error_code) {});
+    };
+    const auto [consumed, tag] = serving.template await2<std::string>([&](auto done) {
+        t.async_consume(
+            o,
+            [&](letterbox::delivery d) {
+                if (d.msg.body == "slow")
+                    held = std::move(d);
+                else
+                    reply(d);
+            },
+            done);
+    });
+    s.note("responder: " + describe(consumed));
+
+    letterbox::request_client client(s.transport(), w.clock(), {.route = route});
+    s.note("start: " + describe(s.await([&](auto done) { client.async_start(done); })));
+    s.note("reply_to: " + (client.reply_to().starts_with("letterbox.reply.")
+                               ? std::string("letterbox.reply.<id>")
+                               : client.reply_to()));
+    auto ask = [&](const std::string& body, std::chrono::milliseconds timeout) {
+        letterbox::message m;
+        m.routing_key = q;
+        m.body = body;
+        const auto [ec, r] = s.template await2<letterbox::message>(
+            [&](auto done) { client.async_request(m, timeout, done); });
+        s.note("request '" + body + "': " + describe(ec) + (ec ? "" : ", reply '" + r.body + "'"));
+    };
+    ask("fast", 5s);
+    ask("slow", 300ms);
+    if (s.wait_for([&] { return held.has_value(); }))
+        reply(*held);
+    s.note(std::string("late reply counted: ") +
+           (s.wait_for([&] { return client.stats().late_replies == 1; }) ? "yes" : "no"));
+    ask("again", 5s);
+    const auto st = client.stats();
+    s.note("stats: requests " + std::to_string(st.requests) + ", replied " +
+           std::to_string(st.replied) + ", timed out " + std::to_string(st.timed_out) + ", late " +
+           std::to_string(st.late_replies));
+
+    // A second client on the same transport: automatic falls back to a reply queue.
+    letterbox::request_client second(s.transport(), w.clock());
+    s.note("second start: " + describe(s.await([&](auto done) { second.async_start(done); })));
+    s.note(std::string("second uses a reply queue: ") +
+           (second.reply_to().starts_with("letterbox.reply.") ? "yes" : "no"));
+    {
+        letterbox::message m;
+        m.routing_key = q;
+        m.body = "second";
+        const auto [ec, r] = s.template await2<letterbox::message>(
+            [&](auto done) { second.async_request(m, 5s, done); });
+        s.note("second request: " + describe(ec) + (ec ? "" : ", reply '" + r.body + "'"));
+    }
+    s.note("stop: " + describe(s.await([&](auto done) { client.async_stop(done); })));
+    s.note("second stop: " + describe(s.await([&](auto done) { second.async_stop(done); })));
+    serving.close();
+    s.close();
+    return out;
+}
+
+TEST_CASE("differential: request/reply over direct reply-to agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    const auto model = compare("request-reply-direct", [](auto& w, const std::string& prefix) {
+        return request_reply(w, prefix, letterbox::reply_route::direct_reply_to);
+    });
+    CHECK(std::count(model.begin(), model.end(), "request 'fast': ok, reply 're: fast'") == 1);
+    CHECK(std::count(model.begin(), model.end(), "late reply counted: yes") == 1);
+}
+
+TEST_CASE("differential: request/reply over a reply queue agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    const auto model = compare("request-reply-queue", [](auto& w, const std::string& prefix) {
+        return request_reply(w, prefix, letterbox::reply_route::reply_queue);
+    });
+    CHECK(std::count(model.begin(), model.end(), "request 'fast': ok, reply 're: fast'") == 1);
 }
 
 TEST_CASE("differential: direct reply-to agrees with RabbitMQ",

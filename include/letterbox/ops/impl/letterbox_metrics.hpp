@@ -60,7 +60,7 @@ inline letterbox_metrics::letterbox_metrics(metrics_registry& r)
          {middleware::death_reason::permanent_failure, middleware::death_reason::retries_exhausted,
           middleware::death_reason::handler_failed,
           middleware::death_reason::missing_idempotency_key,
-          middleware::death_reason::missing_group_key})
+          middleware::death_reason::missing_group_key, middleware::death_reason::missing_reply_to})
         dead_lettered(reason);
 }
 
