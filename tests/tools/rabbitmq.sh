@@ -38,7 +38,8 @@
 #
 # State directory (letterbox-rabbitmq.XXXXXX): state (what stop/status read), home/ (HOME: the
 # Erlang cookie the server and the CLI share), rabbitmq.conf, rabbitmq-env.conf (empty: the
-# system's /etc/rabbitmq/rabbitmq-env.conf is not read), enabled_plugins ([] : no management
+# system's /etc/rabbitmq/rabbitmq-env.conf is not read), enabled_plugins
+# ([rabbitmq_consistent_hash_exchange]: the `x-consistent-hash` exchange type; no management
 # listener), mnesia/, log/rabbit.log (the broker's log), log/stdout.log (its console),
 # erl_crash.dump (if the VM crashes).
 set -euo pipefail
@@ -265,7 +266,9 @@ cmd_start() {
     dir=$(mktemp -d "${TMPDIR:-/tmp}/${STATE_PREFIX}XXXXXX")
     mkdir -p "$dir/home" "$dir/log" "$dir/mnesia"
     : >"$dir/rabbitmq-env.conf"
-    echo '[].' >"$dir/enabled_plugins"
+    # The one plugin the tests need: the consistent-hash exchange (`x-consistent-hash`), which
+    # the differential tests compare with the in-memory model. Debian's package ships it.
+    echo '[rabbitmq_consistent_hash_exchange].' >"$dir/enabled_plugins"
     # Env vars already bind AMQP to 127.0.0.1; the file makes it explicit and keeps the system's
     # /etc/rabbitmq/rabbitmq.conf out.
     cat >"$dir/rabbitmq.conf" <<EOF
