@@ -434,8 +434,10 @@ inline topology_plan parse_topology(const nlohmann::json& root) {
         const auto type = m.text("type").value_or("direct");
         const auto t = topology::parse_exchange_type(type);
         if (!t)
-            detail::members::fail(m.at("type"),
-                                  "must be direct, fanout, topic or headers, not \"" + type + "\"");
+            detail::members::fail(
+                m.at("type"),
+                "must be direct, fanout, topic, headers or x-consistent-hash, not \"" + type +
+                    "\"");
         x.type = *t;
         x.durable = m.flag("durable").value_or(true);
         x.auto_delete = m.flag("auto_delete").value_or(false);

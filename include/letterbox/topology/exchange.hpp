@@ -10,8 +10,10 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 
-/// The four AMQP 0-9-1 exchange types RabbitMQ ships.
-enum class exchange_type { direct, fanout, topic, headers };
+/// The four AMQP 0-9-1 exchange types RabbitMQ ships, and the consistent-hash exchange of the
+/// `rabbitmq_consistent_hash_exchange` plugin (`x-consistent-hash`), which the broker offers only
+/// with the plugin enabled; its arguments are `consistent_hash_arguments`.
+enum class exchange_type { direct, fanout, topic, headers, consistent_hash };
 
 inline constexpr std::string_view to_string(exchange_type t) noexcept {
     switch (t) {
@@ -23,6 +25,8 @@ inline constexpr std::string_view to_string(exchange_type t) noexcept {
         return "topic";
     case exchange_type::headers:
         return "headers";
+    case exchange_type::consistent_hash:
+        return "x-consistent-hash";
     }
     return "direct";
 }
@@ -36,6 +40,8 @@ inline constexpr std::optional<exchange_type> parse_exchange_type(std::string_vi
         return exchange_type::topic;
     if (s == "headers")
         return exchange_type::headers;
+    if (s == "x-consistent-hash")
+        return exchange_type::consistent_hash;
     return std::nullopt;
 }
 

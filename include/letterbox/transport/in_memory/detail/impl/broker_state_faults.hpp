@@ -70,6 +70,12 @@ LETTERBOX_DECL void broker_state::restart() {
             transient.push_back(name);
     for (auto& name : transient)
         remove_exchange(name);
+    // The plugin keeps its buckets in memory only, and a restart makes them again from the
+    // bindings in sorted order, not in the order they were made
+    // (rabbit_exchange_type_consistent_hash:recover): keys can move to other queues.
+    for (auto& [name, x] : exchanges_)
+        if (x.decl.type == topology::exchange_type::consistent_hash)
+            x.ring.rebuild(x.bindings);
 }
 
 } // namespace letterbox::in_memory::detail

@@ -29,7 +29,16 @@ LETTERBOX_DECL void broker_state::route_exchange(const exchange_state& x,
         return;
     }
     bool routed = false; // any binding matched, whether or not it led to a queue
-    for (const auto& b : x.bindings) {
+    auto deliver_to = [&](topology::destination_kind kind, const std::string& destination) {
+        routed = true;
+        if (kind == topology::destination_kind::queue) {
+            add_queue(destination);
+        } else if (auto it = exchanges_.find(destination); it != exchanges_.end()) {
+            seen.push_back(&x); // only exchange-to-exchange routing needs cycle protection
+            route_exchange(it->second, keys, msg, out, seen);
+        }
+    };
+    auto match_binding = [&](const topology::binding& b) {
         bool hit = false;
         switch (x.decl.type) {
         case topology::exchange_type::fanout:
@@ -47,16 +56,21 @@ LETTERBOX_DECL void broker_state::route_exchange(const exchange_state& x,
         case topology::exchange_type::headers:
             hit = headers_match(b.arguments, msg);
             break;
+        case topology::exchange_type::consistent_hash:
+            break; // routed by its buckets instead, below
         }
-        if (!hit)
-            continue;
-        routed = true;
-        if (b.kind == topology::destination_kind::queue) {
-            add_queue(b.destination);
-        } else if (auto it = exchanges_.find(b.destination); it != exchanges_.end()) {
-            seen.push_back(&x); // only exchange-to-exchange routing needs cycle protection
-            route_exchange(it->second, keys, msg, out, seen);
-        }
+        if (hit)
+            deliver_to(b.kind, b.destination);
+    };
+    if (x.decl.type == topology::exchange_type::consistent_hash) {
+        // Exactly one destination, chosen by the hash of the publish's routing key (the head of
+        // RabbitMQ's routing keys: CC and BCC keys are not hashed), or of the header or property
+        // the exchange's arguments name (§2.17).
+        if (const auto* r = x.ring.pick(keys.empty() ? std::string_view{} : keys[0], msg))
+            deliver_to(r->kind, r->destination);
+    } else {
+        for (const auto& b : x.bindings)
+            match_binding(b);
     }
     // rabbit_exchange:route1 (process_alternate): an exchange whose bindings matched
     // nothing hands the message to its alternate exchange, if that exists. Each exchange is

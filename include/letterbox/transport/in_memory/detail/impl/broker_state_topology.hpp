@@ -25,10 +25,17 @@ broker_state::exchange_declare(channel_state& ch, const topology::exchange& x, b
                              "operation not permitted on the default exchange");
     if (it != exchanges_.end()) {
         const auto& cur = it->second.decl;
-        if (cur.type != x.type)
-            return inequivalent(ch, "type", "exchange", x.name,
-                                "'" + std::string(topology::to_string(x.type)) + "'",
-                                "'" + std::string(topology::to_string(cur.type)) + "'");
+        if (cur.type != x.type) {
+            // RabbitMQ prints the type atoms with ~p: 'x-consistent-hash' keeps its own quotes
+            // inside the text's (seen on 3.10.8).
+            auto type_text = [](topology::exchange_type t) {
+                const std::string name(topology::to_string(t));
+                return t == topology::exchange_type::consistent_hash ? "''" + name + "''"
+                                                                     : "'" + name + "'";
+            };
+            return inequivalent(ch, "type", "exchange", x.name, type_text(x.type),
+                                type_text(cur.type));
+        }
         if (cur.durable != x.durable)
             return inequivalent(ch, "durable", "exchange", x.name, bool_text(x.durable),
                                 bool_text(cur.durable));
@@ -51,6 +58,23 @@ broker_state::exchange_declare(channel_state& ch, const topology::exchange& x, b
         return channel_error(ch, errc::access_refused,
                              "exchange name '" + x.name + "' contains reserved prefix 'amq.*'");
     exchange_state st;
+    if (x.type == topology::exchange_type::consistent_hash) {
+        // rabbit_exchange:declare runs the type's validate only for a new exchange; a
+        // redeclaration compares `alternate-exchange` alone (rabbit_exchange_type_consistent_hash).
+        std::error_code ec;
+        std::string why;
+        auto hash_on = topology::consistent_hash_arguments::parse(x.arguments, ec, why);
+        if (!hash_on && ec == errc::precondition_failed)
+            return channel_error(ch, errc::precondition_failed, why);
+        if (!hash_on) {
+            // A value that is no longstr crashes the broker's channel process: the connection
+            // closes with 541 and no explanation (seen on 3.10.8).
+            close_connection(*ch.connection, {make_error_code(errc::internal_error),
+                                              std::string(amqp_reply_name(errc::internal_error))});
+            return make_error_code(errc::internal_error);
+        }
+        st.ring = consistent_hash_ring(std::move(*hash_on));
+    }
     st.decl = x;
     st.alternate = alternate_exchange_of(x.arguments);
     exchanges_.emplace(x.name, std::move(st));
@@ -87,22 +111,39 @@ LETTERBOX_DECL std::error_code broker_state::bind(channel_state& ch, const topol
                              "operation not permitted on the default exchange");
     if (src == exchanges_.end())
         return channel_error(ch, errc::not_found, "no exchange '" + b.source + "' in vhost '/'");
+    const queue_state* queue = nullptr;
     if (to_queue) {
         auto q = queues_.find(b.destination);
         if (q == queues_.end())
             return channel_error(ch, errc::not_found,
                                  "no queue '" + b.destination + "' in vhost '/'");
-        if (auto ec = check_exclusive(ch, *q->second))
-            return ec;
+        queue = q->second.get();
     } else if (exchanges_.find(b.destination) == exchanges_.end()) {
         return channel_error(ch, errc::not_found,
                              "no exchange '" + b.destination + "' in vhost '/'");
     }
+    // rabbit_binding:add asks the exchange type to validate a new binding before it checks the
+    // queue's exclusivity or whether the binding exists already; an unbind validates nothing.
+    const bool consistent_hash = src->second.decl.type == topology::exchange_type::consistent_hash;
+    std::optional<std::uint64_t> weight;
+    if (consistent_hash && !unbind) {
+        std::string why;
+        weight = binding_weight(b.routing_key, why);
+        if (!weight)
+            return channel_error(ch, errc::precondition_failed, why);
+    }
+    if (queue != nullptr)
+        if (auto ec = check_exclusive(ch, *queue))
+            return ec;
     auto& list = src->second.bindings;
     auto same = std::find(list.begin(), list.end(), b);
     if (unbind) {
-        if (same != list.end())
+        if (same != list.end()) {
             list.erase(same);
+            // Any binding's removal takes all the destination's buckets, even while another
+            // binding to it stays (rabbit_exchange_type_consistent_hash:remove_binding).
+            src->second.ring.remove(b.kind, b.destination);
+        }
         return {};
     }
     if (src->second.decl.type == topology::exchange_type::topic && profile_.max_topic_hash_words &&
@@ -112,8 +153,11 @@ LETTERBOX_DECL std::error_code broker_state::bind(channel_state& ch, const topol
     if (src->second.decl.type == topology::exchange_type::headers)
         if (auto why = invalid_x_match(b.arguments); !why.empty())
             return channel_error(ch, errc::precondition_failed, std::move(why));
-    if (same == list.end())
+    if (same == list.end()) {
         list.push_back(b);
+        if (consistent_hash)
+            src->second.ring.add(b, *weight);
+    }
     return {};
 }
 
@@ -369,19 +413,23 @@ LETTERBOX_DECL void broker_state::delete_queue(queue_state& q, drop_kind why) {
             events_.push_back(ev_cancel{shared_channel(ch), c}); // consumer_cancel_notify
         }
     }
-    for (auto& [name, x] : exchanges_)
+    for (auto& [name, x] : exchanges_) {
         std::erase_if(x.bindings, [&](const topology::binding& b) {
             return b.kind == topology::destination_kind::queue && b.destination == q.name;
         });
+        x.ring.remove(topology::destination_kind::queue, q.name);
+    }
     queues_.erase(q.name);
 }
 
 LETTERBOX_DECL void broker_state::remove_exchange(const std::string& name) {
     exchanges_.erase(name);
-    for (auto& [n, x] : exchanges_)
+    for (auto& [n, x] : exchanges_) {
         std::erase_if(x.bindings, [&](const topology::binding& b) {
             return b.kind == topology::destination_kind::exchange && b.destination == name;
         });
+        x.ring.remove(topology::destination_kind::exchange, name);
+    }
 }
 
 } // namespace letterbox::in_memory::detail
