@@ -5,9 +5,10 @@
 // says what a trace keeps and what it leaves out). The scenarios follow the model's own scenario
 // tests (tests/unit/transport/in_memory/; ids from research/reliability-anchors.md part (a)):
 // routing, requeue order, prefetch, dead-lettering with x-death, TTL, max-length, confirms and
-// returns, a channel closed by an unknown delivery tag, and single active consumer. A difference
-// means the model is wrong, the amqp transport is wrong, or the broker version differs (a
-// `broker_profile` field).
+// returns, a channel closed by an unknown delivery tag, single active consumer and the
+// consistent-hash exchange (the broker's rabbitmq_consistent_hash_exchange plugin, which
+// tests/tools/rabbitmq.sh enables). A difference means the model is wrong, the amqp transport is
+// wrong, or the broker version differs (a `broker_profile` field).
 //
 // Every case is hidden ([.integration]) and runs in `make test` with the broker it starts.
 
@@ -24,6 +25,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -1006,6 +1008,209 @@ trace alternate_exchanges(World& w, const std::string& prefix) {
     return out;
 }
 
+// ---- the consistent-hash exchange ----------------------------------------------------------
+
+/// Keys published to a consistent-hash exchange: short ones (which do not spread evenly over a
+/// few queues) and "1" to "24".
+std::vector<std::string> consistent_hash_keys() {
+    std::vector<std::string> keys = {"",      "a",     "b",     "c",       "hello",
+                                     "key-1", "key-2", "key-3", "order-42"};
+    for (int i = 1; i <= 24; ++i)
+        keys.push_back(std::to_string(i));
+    return keys;
+}
+
+/// What an `x-consistent-hash` declaration and binding refuse: both hash arguments, an
+/// unsupported property, argument values that are not text; a binding key that is not an
+/// integer of at least 1 (`+3` and `007` are fine). A redeclaration compares neither argument.
+template <class World>
+trace consistent_hash_refusals(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    using letterbox::field_table;
+    auto note = [&](const std::string& what, const std::string& outcome) {
+        s.note(what + ": " + outcome);
+    };
+    int n = 0;
+    for (const auto& [what, args] : std::vector<std::pair<std::string, field_table>>{
+             {"both", field_table{{"hash-header", "k"}, {"hash-property", "message_id"}}},
+             {"both, the property unsupported",
+              field_table{{"hash-header", "k"}, {"hash-property", "app_id"}}},
+             {"property app_id", field_table{{"hash-property", "app_id"}}},
+             {"property ''", field_table{{"hash-property", ""}}},
+             {"header long 5", field_table{{"hash-header", std::int64_t{5}}}},
+             {"property long 5", field_table{{"hash-property", std::int64_t{5}}}},
+         }) {
+        note("declare with " + what,
+             raw.exchange_declare(raw_exchange(s.name("bad" + std::to_string(++n)),
+                                               exchange_type::consistent_hash, args)));
+    }
+    const auto x = s.name("X");
+    note("declare X with hash-header",
+         raw.exchange_declare(
+             raw_exchange(x, exchange_type::consistent_hash, field_table{{"hash-header", "k"}})));
+    note("redeclare X with hash-property nonsense",
+         raw.exchange_declare(raw_exchange(x, exchange_type::consistent_hash,
+                                           field_table{{"hash-property", "nonsense"}})));
+    note("redeclare X direct", raw.exchange_declare(raw_exchange(x, exchange_type::direct)));
+    const auto d = s.name("D");
+    note("declare D direct", raw.exchange_declare(raw_exchange(d, exchange_type::direct)));
+    note("redeclare D x-consistent-hash",
+         raw.exchange_declare(raw_exchange(d, exchange_type::consistent_hash)));
+
+    const auto q = s.name("Q");
+    note("declare Q", raw.queue_declare(raw_queue(q)));
+    for (const char* key : {"", "1.5", "abc", " 1", "0", "-2", "+3", "007", "abc"})
+        note("bind Q to X with key '" + std::string(key) + "'", raw.queue_bind(q, x, key));
+    note("unbind Q from X with key 'abc'", raw.queue_unbind(q, x, "abc"));
+    raw.close();
+    s.close();
+    return out;
+}
+
+/// Which queue each key goes to: over three queues bound with weight 1, after a fourth is
+/// appended, after one of two bindings of a queue is removed (which takes all of its buckets),
+/// after a queue is deleted, and with weights 2 and 1. Each message reaches exactly one queue;
+/// with no binding a publish is unroutable.
+template <class World>
+trace consistent_hash_routing(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    const auto x = s.name("X");
+    s.declare_exchange(x, exchange_type::consistent_hash);
+    s.publish(x, "a", "nothing bound");
+    std::vector<std::string> queues;
+    for (const char* q : {"q0", "q1", "q2", "q3"}) {
+        queues.push_back(s.name(q));
+        s.declare_queue(queues.back());
+    }
+    const auto keys = consistent_hash_keys();
+    int round = 0;
+    auto publish_and_drain = [&](std::size_t queue_count) {
+        ++round;
+        for (const auto& key : keys)
+            s.publish(x, key, std::to_string(round) + " k=" + key);
+        for (std::size_t i = 0; i < queue_count; ++i)
+            s.drain(queues[i]);
+    };
+    s.bind(queues[0], x, "1");
+    s.bind(queues[1], x, "1");
+    s.bind(queues[1], x, "2"); // a second binding adds no buckets
+    s.bind(queues[2], x, "1");
+    publish_and_drain(3);
+    s.bind(queues[3], x, "1"); // appended: keys only move to q3
+    publish_and_drain(4);
+    s.note("unbind q1 key 2: " + raw.queue_unbind(queues[1], x, "2"));
+    publish_and_drain(4);
+    s.note("delete q3: " + raw.queue_delete(queues[3], false, false));
+    publish_and_drain(3);
+
+    const auto weighted = s.name("W");
+    s.declare_exchange(weighted, exchange_type::consistent_hash);
+    s.bind(queues[0], weighted, "2");
+    s.bind(queues[2], weighted, "1");
+    for (const auto& key : keys)
+        s.publish(weighted, key, "w k=" + key);
+    s.drain(queues[0]);
+    s.drain(queues[2]);
+    raw.close();
+    s.close();
+    return out;
+}
+
+/// `hash-header` hashes the header's typed value, `hash-property` the property's text; a
+/// message without it goes to one and the same queue whatever its routing key.
+template <class World>
+trace consistent_hash_header_and_property(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto raw = w.make_raw();
+    using letterbox::basic_properties;
+    using letterbox::field_table;
+    std::vector<std::string> queues;
+    for (const char* q : {"q0", "q1", "q2"}) {
+        queues.push_back(s.name(q));
+        s.declare_queue(queues.back());
+    }
+    auto exchange = [&](const std::string& stem, field_table args) {
+        const auto x = s.name(stem);
+        s.declare_exchange(x, exchange_type::consistent_hash, std::move(args));
+        for (const auto& q : queues)
+            s.bind(q, x, "1");
+        return x;
+    };
+    auto drain_all = [&] {
+        for (const auto& q : queues)
+            s.drain(q);
+    };
+    auto raw_publish = [&](const std::string& x, const std::string& key, basic_properties p,
+                           const std::string& body) {
+        s.note("raw publish " + body + ": " + raw.publish(x, key, p, body));
+    };
+
+    const auto h = exchange("H", field_table{{"hash-header", "k"}});
+    const std::vector<std::pair<std::string, letterbox::field_value>> values = {
+        {"text 1", "1"},
+        {"text 2", "2"},
+        {"text order-42", "order-42"},
+        {"int32 1", std::int32_t{1}},
+        {"int64 1", std::int64_t{1}},
+        {"uint8 1", std::uint8_t{1}},
+        {"bool true", true},
+        {"double 2.5", 2.5},
+        {"timestamp", letterbox::timestamp{std::chrono::seconds{1700000000}}},
+        {"table", field_table{{"a", "b"}}},
+        {"array", letterbox::field_array{std::int32_t{1}, "x"}},
+    };
+    for (const auto& [body, value] : values) {
+        basic_properties p;
+        p.headers = field_table{{"k", value}};
+        raw_publish(h, "same-key", p, body);
+    }
+    for (const char* key : {"a", "b", "hello"})
+        raw_publish(h, key, basic_properties{}, std::string("no headers, key ") + key);
+    {
+        basic_properties p;
+        p.headers = field_table{{"j", "1"}};
+        raw_publish(h, "c", p, "another header");
+    }
+    drain_all();
+
+    const auto correlation = exchange("C", field_table{{"hash-property", "correlation_id"}});
+    for (const char* id : {"c-1", "c-2", "c-3", "order-42"}) {
+        basic_properties p;
+        p.correlation_id = id;
+        raw_publish(correlation, "same-key", p, std::string("correlation ") + id);
+    }
+    raw_publish(correlation, "same-key", basic_properties{}, "no correlation id");
+    drain_all();
+
+    const auto message_id = exchange("M", field_table{{"hash-property", "message_id"}});
+    for (const char* id : {"m-1", "m-2", "3f2504e0-4f89-11d3-9a0c-0305e82c3301"}) {
+        basic_properties p;
+        p.message_id = id;
+        raw_publish(message_id, "same-key", p, std::string("message id ") + id);
+    }
+    raw_publish(message_id, "same-key", basic_properties{}, "no message id");
+    for (int i = 0; i < 3; ++i) // letterbox ids, the same in both worlds
+        s.publish(message_id, "same-key", "transport publish " + std::to_string(i));
+    drain_all();
+
+    const auto stamped = exchange("T", field_table{{"hash-property", "timestamp"}});
+    for (const std::int64_t t : {0LL, 1LL, 1700000000LL, 1767225600LL}) {
+        basic_properties p;
+        p.timestamp = letterbox::timestamp{std::chrono::seconds{t}};
+        raw_publish(stamped, "same-key", p, "timestamp " + std::to_string(t));
+    }
+    raw_publish(stamped, "same-key", basic_properties{}, "no timestamp");
+    drain_all();
+    raw.close();
+    s.close();
+    return out;
+}
+
 /// `x-max-priority` on a classic queue: higher priorities first, FIFO within a priority, no
 /// priority counts as 0, priorities above the maximum count as the maximum; a requeued message
 /// goes back to its place; drop-head drops the highest; a queue without the argument is FIFO.
@@ -1515,6 +1720,26 @@ TEST_CASE("differential: 540 NOT_IMPLEMENTED closes the connection like on Rabbi
 TEST_CASE("differential: alternate exchanges agree with RabbitMQ",
           "[.integration][amqp][differential]") {
     compare("alternate", LETTERBOX_DIFFERENTIAL(alternate_exchanges));
+}
+
+TEST_CASE("differential: what a consistent-hash exchange refuses agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("chx-refusals", LETTERBOX_DIFFERENTIAL(consistent_hash_refusals));
+}
+
+TEST_CASE("differential: the queue a consistent-hash exchange picks for each key agrees with "
+          "RabbitMQ",
+          "[.integration][amqp][differential]") {
+    const auto model = compare("chx-routing", LETTERBOX_DIFFERENTIAL(consistent_hash_routing));
+    // Anchors: each message of every round went to exactly one queue.
+    CHECK(std::count_if(model.begin(), model.end(), [](const std::string& line) {
+              return line.starts_with("get: ");
+          }) == static_cast<std::ptrdiff_t>(5 * consistent_hash_keys().size()));
+}
+
+TEST_CASE("differential: consistent hashing on a header or a property agrees with RabbitMQ",
+          "[.integration][amqp][differential]") {
+    compare("chx-header-property", LETTERBOX_DIFFERENTIAL(consistent_hash_header_and_property));
 }
 
 TEST_CASE("differential: classic queue priorities agree with RabbitMQ",

@@ -125,6 +125,10 @@ public:
                            const std::string& key) {
         return outcome(channel().queue_bind(queue, exchange, key));
     }
+    std::string queue_unbind(const std::string& queue, const std::string& exchange,
+                             const std::string& key) {
+        return outcome(channel().queue_unbind(queue, exchange, key));
+    }
     std::string basic_qos(std::uint16_t prefetch, bool global) {
         return outcome(channel().basic_qos(prefetch, global));
     }
@@ -334,6 +338,14 @@ public:
         m.exchange = exchange;
         m.routing_key = key;
         return outcome(call(m, &is<codec::queue_bind_ok>).first);
+    }
+    std::string queue_unbind(const std::string& queue, const std::string& exchange,
+                             const std::string& key) {
+        codec::queue_unbind m;
+        m.queue = queue;
+        m.exchange = exchange;
+        m.routing_key = key;
+        return outcome(call(m, &is<codec::queue_unbind_ok>).first);
     }
     std::string basic_qos(std::uint16_t prefetch, bool global) {
         codec::basic_qos m;
