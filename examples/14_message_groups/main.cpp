@@ -19,6 +19,12 @@
 //    record for 5 minutes (the window, as with SQS FIFO): the repeat 2 minutes later has no
 //    effect, and the repeat at 6 minutes, after the purge, has a second one. The window's time is
 //    virtual (a `virtual_clock`), so the run takes no 6 minutes.
+// 3. Two workers, across processes. The orders go to a consistent-hash exchange that spreads the
+//    customers over four partitions, each a single-active-consumer queue
+//    (`topology::group_partitions`). Two workers, each with a connection of its own as two
+//    processes would have, consume every partition; each is the active consumer of two and waits
+//    on the other two. The program checks that both handled orders and that every customer's
+//    orders were handled in order.
 //
 // The transport is RabbitMQ when LETTERBOX_AMQP_URL (or --url) names a broker, otherwise the
 // in-memory RabbitMQ model; the scenario is one template over the transport type. The program
@@ -254,14 +260,85 @@ int dedup_window(Transport& t, asio::io_context& io, letterbox::steady_clock& cl
     return 0;
 }
 
-template <class Transport>
-int run_scenario(Transport& t, asio::io_context& io, letterbox::steady_clock& clock,
-                 const std::string& suffix, std::uint64_t seed) {
+// --- 3. two workers over partitions ---------------------------------------------------------
+// `make_worker()` makes a transport of its own, as another process would have.
+template <class Transport, class MakeWorker>
+int two_workers(Transport& t, MakeWorker make_worker, asio::io_context& io,
+                letterbox::steady_clock& clock, const std::string& name, time_point deadline) {
+    std::printf("3. two workers, four partitions (consistent-hash exchange, single active "
+                "consumer)\n");
+    //[partitions
+    const topology::group_partitions layout{.name = name, .partitions = 4};
+    // The exchange hashes x-letterbox-group; each partition has one active consumer at a time.
+    if (auto ec = await(io, deadline,
+                        [&](auto h) { topology::async_declare_all(t, layout.declarations(), h); }))
+        return fail(("declare: " + ec.message()).c_str());
+    //]
+    // Each worker consumes every partition with groups on. Worker 1 registers first on
+    // partitions 0 and 1, worker 2 on 2 and 3: each is active on two and waits on the others,
+    // to take them over if the other goes away.
+    auto w1 = make_worker();
+    auto w2 = make_worker();
+    std::map<std::string, std::vector<int>> seen; // by customer, in handling order
+    std::map<int, int> by_worker;
+    auto handler = [&](int worker) {
+        return [&, worker](const message& m) {
+            const auto customer = m.headers.get<std::string>(headers::group).value_or("?");
+            seen[customer].push_back(std::stoi(m.body.substr(m.body.find('-') + 1)));
+            ++by_worker[worker];
+        };
+    };
+    using consumer_type = decltype(consumer(w1, handler(1), clock, consumer_options{}));
+    std::vector<consumer_type> consumers;
+    consumers.reserve(8);
+    for (const std::uint32_t first : {0u, 2u})
+        for (std::uint32_t k = 0; k < 4; ++k) {
+            const auto i = (first + k) % 4;
+            const bool one = (first == 0) == (k < 2);
+            consumer_options options;
+            options.consume = {.queue = layout.partition_name(i), .prefetch = 8};
+            options.groups.key = group_key::standard{};
+            consumers.emplace_back(one ? w1 : w2, handler(one ? 1 : 2), clock, options);
+            if (!start(consumers.back(), io, deadline))
+                return fail("a worker's consumer did not start");
+        }
+
+    constexpr int customers = 8, orders = 6;
+    message_id_generator ids(7);
+    for (int n = 1; n <= orders; ++n)
+        for (int c = 1; c <= customers; ++c) {
+            message m;
+            m.id = ids();
+            m.exchange = layout.name; // the routing key is not used
+            m.body = "C" + std::to_string(c) + "-" + std::to_string(n);
+            m.headers.set(headers::group, "C" + std::to_string(c));
+            if (auto ec = await(io, deadline, [&](auto h) { t.async_publish(m, h); }))
+                return fail(("publish: " + ec.message()).c_str());
+        }
+    if (!run_until(io, deadline, [&] { return by_worker[1] + by_worker[2] == customers * orders; }))
+        return fail("not every order was handled");
+    bool in_order = seen.size() == customers;
+    for (const auto& [customer, numbers] : seen)
+        in_order = in_order && numbers == std::vector<int>{1, 2, 3, 4, 5, 6};
+    std::printf("   worker 1 handled %d orders, worker 2 handled %d\n", by_worker[1], by_worker[2]);
+    std::printf("   every customer's orders in order: %s\n", in_order ? "yes" : "no");
+    if (!in_order)
+        return fail("a customer's orders ran out of order across the workers");
+    if (by_worker[1] == 0 || by_worker[2] == 0)
+        return fail("a worker had nothing to do");
+    return 0;
+}
+
+template <class Transport, class MakeWorker>
+int run_scenario(Transport& t, MakeWorker make_worker, asio::io_context& io,
+                 letterbox::steady_clock& clock, const std::string& suffix, std::uint64_t seed) {
     auto work = asio::make_work_guard(io);
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     if (int rc = orders_in_order(t, io, clock, "orders" + suffix, seed, deadline))
         return rc;
-    return dedup_window(t, io, clock, "payments" + suffix, seed, deadline);
+    if (int rc = dedup_window(t, io, clock, "payments" + suffix, seed, deadline))
+        return rc;
+    return two_workers(t, make_worker, io, clock, "partitioned-orders" + suffix, deadline);
 }
 
 std::uint64_t seed_from_environment() {
@@ -301,13 +378,20 @@ int main(int argc, char** argv) {
             char suffix[16];
             std::snprintf(suffix, sizeof suffix, ".%08x", std::random_device{}());
             amqp::transport transport(io.get_executor(), u);
-            return run_scenario(transport, io, clock, suffix, seed);
+            auto worker = [&] {
+                return amqp::transport(io.get_executor(), u);
+            };
+            return run_scenario(transport, worker, io, clock, suffix, seed);
         }
         std::printf("transport: in-memory (no LETTERBOX_AMQP_URL)\nLETTERBOX_SEED=%llu\n",
                     static_cast<unsigned long long>(seed));
         in_memory::broker broker(io.get_executor(), clock);
         in_memory::transport transport(broker, "message-groups");
-        return run_scenario(transport, io, clock, "", seed);
+        int workers = 0;
+        auto worker = [&] {
+            return in_memory::transport(broker, "worker-" + std::to_string(++workers));
+        };
+        return run_scenario(transport, worker, io, clock, "", seed);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "MISMATCH: %s\n", e.what());
         return 1;
@@ -328,3 +412,6 @@ int main(int argc, char** argv) {
 //   t=6:00 the inbox purges records older than 5 min: 1
 //   t=6:00 sent pay-A11 -> charged 2 time\(s\), duplicates 1
 //   one effect within the window, a second one after it
+//   3. two workers, four partitions \(consistent-hash exchange, single active consumer\)
+//   worker 1 handled [1-9][0-9]* orders, worker 2 handled [1-9][0-9]*
+//   every customer's orders in order: yes

@@ -68,8 +68,11 @@
 #include <letterbox/retry.hpp>
 #include <letterbox/store_time.hpp>
 #include <letterbox/topology/binding.hpp>
+#include <letterbox/topology/consistent_hash_arguments.hpp>
+#include <letterbox/topology/declaration.hpp>
 #include <letterbox/topology/direct_reply_to.hpp>
 #include <letterbox/topology/exchange.hpp>
+#include <letterbox/topology/group_partitions.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/topology/retry_topology.hpp>

@@ -12,6 +12,7 @@
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
 #include <letterbox/middleware/redelivery.hpp>
+#include <letterbox/topology/group_partitions.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/topology/retry_topology.hpp>
@@ -149,6 +150,74 @@ TEST_CASE("consumer groups: a group's deliveries run one at a time in order, and
     }
     // The three groups ran side by side, never two runs of one group at once.
     CHECK(t.most_at_once == 3);
+}
+
+TEST_CASE("consumer groups across processes: group_partitions keep each group in order over two "
+          "workers, and a lost worker's partitions fail over",
+          "[consumer][groups]") {
+    world w;
+    const letterbox::topology::group_partitions layout{.name = "orders", .partitions = 4};
+    REQUIRE_FALSE(w.await([&](auto h) {
+        letterbox::topology::async_declare_all(w.transport, layout.declarations(), h);
+    }));
+    auto publish_wave = [&](int from, int to) {
+        for (int n = from; n <= to; ++n)
+            for (int g = 0; g < 8; ++g) {
+                letterbox::message m;
+                m.id = w.ids();
+                m.exchange = layout.name;
+                m.body = "g" + std::to_string(g) + "-" + std::to_string(n);
+                m.headers.set(headers::group, "g" + std::to_string(g));
+                REQUIRE_FALSE(w.await([&](auto h) { w.transport.async_publish(m, h); }));
+            }
+    };
+    // Each message went to one partition, and the eight groups to more than one.
+    publish_wave(1, 5);
+    std::size_t stored = 0, used = 0;
+    for (std::uint32_t i = 0; i < layout.partitions; ++i) {
+        const auto ready = w.broker.queue(layout.partition_name(i))->ready;
+        stored += ready;
+        used += ready != 0 ? 1 : 0;
+    }
+    CHECK(stored == 40);
+    CHECK(used > 1);
+
+    // Two worker processes (each its own connection), each consuming every partition with
+    // groups on; worker a registers first, so it is the active consumer everywhere.
+    std::vector<std::pair<std::string, std::string>> handled; // (worker, body)
+    letterbox::in_memory::transport worker_a(w.broker, "worker-a"), worker_b(w.broker, "worker-b");
+    auto handler = [&handled](std::string who) {
+        return [&handled, who](const letterbox::message& m) {
+            handled.emplace_back(who, m.body);
+        };
+    };
+    using consumer_type =
+        decltype(letterbox::consumer(worker_a, handler("a"), w.clock, grouped(8)));
+    std::vector<consumer_type> consumers;
+    consumers.reserve(2 * layout.partitions);
+    for (auto* t : {&worker_a, &worker_b})
+        for (std::uint32_t i = 0; i < layout.partitions; ++i) {
+            auto o = grouped(8);
+            o.consume.queue = layout.partition_name(i);
+            consumers.emplace_back(*t, handler(t == &worker_a ? "a" : "b"), w.clock, o);
+            w.start(consumers.back());
+        }
+    REQUIRE(w.drive_until([&] { return handled.size() == 40; }));
+    CHECK(
+        std::all_of(handled.begin(), handled.end(), [](const auto& h) { return h.first == "a"; }));
+
+    // Worker a goes away: b takes over every partition, and the groups go on in order.
+    REQUIRE_FALSE(w.await([&](auto h) { worker_a.async_close(h); }));
+    publish_wave(6, 10);
+    REQUIRE(w.drive_until([&] { return handled.size() == 80; }));
+    std::map<std::string, std::vector<int>> order;
+    for (std::size_t k = 40; k < handled.size(); ++k)
+        CHECK(handled[k].first == "b");
+    for (const auto& [who, body] : handled)
+        order[body.substr(0, body.find('-'))].push_back(std::stoi(body.substr(body.find('-') + 1)));
+    REQUIRE(order.size() == 8);
+    for (const auto& [group, seen] : order)
+        CHECK(seen == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
 }
 
 TEST_CASE("consumer groups: no more groups run at once than the concurrency allows",

@@ -26,6 +26,7 @@ inline constexpr std::string_view overflow = "x-overflow";
 inline constexpr std::string_view delivery_limit = "x-delivery-limit";
 inline constexpr std::string_view max_priority = "x-max-priority";
 inline constexpr std::string_view queue_type = "x-queue-type";
+inline constexpr std::string_view single_active_consumer = "x-single-active-consumer";
 } // namespace args
 
 /// `x-queue-type`. Streams are out of scope.
@@ -83,6 +84,10 @@ struct queue_arguments {
     /// Classic queues only: a priority queue serving messages by their `priority` property,
     /// 0 to this maximum (at most 255); higher priorities count as the maximum.
     std::optional<std::uint8_t> max_priority{};
+    /// One consumer at a time receives, the others wait to take over (RabbitMQ's
+    /// `x-single-active-consumer`): with a consistent-hash exchange, per-group order across
+    /// processes (docs/message-groups.md).
+    std::optional<bool> single_active_consumer{};
     queue_type type = queue_type::classic;
 
     friend bool operator==(const queue_arguments&, const queue_arguments&) = default;
@@ -110,6 +115,8 @@ struct queue_arguments {
             t.set(args::max_priority, std::int64_t{*max_priority});
         if (type != queue_type::classic)
             t.set(args::queue_type, std::string(to_string(type)));
+        if (single_active_consumer)
+            t.set(args::single_active_consumer, *single_active_consumer);
         return t;
     }
 
@@ -220,6 +227,11 @@ struct queue_arguments {
             else
                 return fail(args::queue_type, "\"unsupported queue type '" + *s + "'\"");
         }
+        // A value that is not a bool is left to the broker, whose refusal (406, reported after
+        // every other argument) names the value's type.
+        if (const auto* v = t.find(args::single_active_consumer))
+            if (const auto* b = v->get_if<bool>())
+                a.single_active_consumer = *b;
         return a;
     }
 };

@@ -19,8 +19,10 @@ TEST_CASE("queue arguments round-trip through their field table", "[topology][qu
     a.delivery_limit = 3;
     a.max_priority = 7;
     a.type = queue_type::quorum;
+    a.single_active_consumer = true;
     const auto t = a.to_table();
     CHECK(t.get<std::string>(args::queue_type) == "quorum");
+    CHECK(t.get<bool>(args::single_active_consumer) == true);
     CHECK(t.get<std::string>(args::overflow) == "reject-publish-dlx");
     std::error_code ec;
     std::string why;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <letterbox/transport/async_declare_all.hpp>
 
+#include <letterbox/error.hpp>
+#include <letterbox/topology/group_partitions.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/transport/in_memory/broker.hpp>
 #include <letterbox/transport/in_memory/transport.hpp>
@@ -12,6 +14,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -62,11 +65,44 @@ TEST_CASE("async_declare_all declares every queue, and an empty list completes p
     CHECK(w.broker.queue("b"));
 
     std::optional<std::error_code> empty;
-    letterbox::topology::async_declare_all(w.t, {}, [&](std::error_code ec) { empty = ec; });
+    letterbox::topology::async_declare_all(w.t, std::vector<letterbox::topology::queue>{},
+                                           [&](std::error_code ec) { empty = ec; });
     CHECK_FALSE(empty); // never inside the initiating call
     w.settle();
     REQUIRE(empty);
     CHECK_FALSE(*empty);
+}
+
+TEST_CASE("async_declare_all declares exchanges, queues and bindings in their order, and stops "
+          "at the first failure",
+          "[topology][async_declare_all]") {
+    world w;
+    const letterbox::topology::group_partitions layout{.name = "orders", .partitions = 3};
+    std::optional<std::error_code> done;
+    letterbox::topology::async_declare_all(w.t, layout.declarations(),
+                                           [&](std::error_code ec) { done = ec; });
+    w.settle();
+    REQUIRE(done);
+    CHECK_FALSE(*done);
+    const auto bindings = w.broker.bindings("orders");
+    CHECK(bindings.size() == 3);
+    for (std::uint32_t i = 0; i < 3; ++i) {
+        const auto q = w.broker.queue(layout.partition_name(i));
+        REQUIRE(q);
+        CHECK(q->type == letterbox::topology::queue_type::quorum);
+    }
+
+    // A binding to a missing queue fails (404), and what follows it is not declared.
+    std::vector<letterbox::topology::declaration> broken{
+        letterbox::topology::binding{
+            .source = "orders", .destination = "missing", .routing_key = "1"},
+        letterbox::topology::queue{.name = "after"}};
+    done.reset();
+    letterbox::topology::async_declare_all(w.t, broken, [&](std::error_code ec) { done = ec; });
+    w.settle();
+    REQUIRE(done);
+    CHECK(*done == letterbox::errc::not_found);
+    CHECK_FALSE(w.broker.queue("after"));
 }
 
 TEST_CASE("async_declare_all cancelled midway declares nothing after the declaration under way",
