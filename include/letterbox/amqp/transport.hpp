@@ -8,6 +8,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/disconnect_watchers.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/error_code.hpp>
@@ -18,7 +19,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
 
 #include <cstdint>
@@ -205,15 +205,7 @@ public:
     template <class Token>
     auto async_wait_disconnected(Token&& token) {
         return run<void(error_code)>(std::forward<Token>(token), [](auto& s, auto op) {
-            const auto id = s.watch_disconnect([op](std::error_code ec) { op(ec); });
-            std::weak_ptr<detail::transport_state> weak = s.shared_from_this();
-            op.on_cancel(
-                [weak, id](auto cancelled) {
-                    if (auto st = weak.lock())
-                        st->unwatch_disconnect(id);
-                    cancelled.cancelled();
-                },
-                boost::asio::cancellation_type::all);
+            letterbox::detail::start_wait_disconnected(s, std::move(op));
         });
     }
 

@@ -10,6 +10,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/disconnect_watchers.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
@@ -98,7 +99,7 @@ public:
     // `f` runs once, at the next loss of the connection (success) or at `close` (`closed`);
     // the returned id takes it back (`unwatch_disconnect`).
     std::uint64_t watch_disconnect(completion f);
-    void unwatch_disconnect(std::uint64_t id) { disconnect_watchers_.erase(id); }
+    void unwatch_disconnect(std::uint64_t id) { disconnect_watchers_.remove(id); }
     /// Drops the current connection as a network failure would (for recovery tests).
     void drop_connection();
     bool is_open() const noexcept { return phase_ == phase::open; }
@@ -152,8 +153,6 @@ private:
     void recover_consumers(std::vector<std::shared_ptr<subscription>> subs, std::size_t next);
     void opened();
     void fail_waiters(std::error_code ec);
-    // Runs the connection watchers with `ec`.
-    void notify_disconnected(std::error_code ec);
 
     void acquire(const std::shared_ptr<lazy_channel>& lc, channel_setup setup, channel_ready done);
     void admin_call(codec::method m, channel_core::reply_filter filter, rpc_done done,
@@ -198,8 +197,7 @@ private:
     bool closed_ = false;
     std::vector<completion> waiters_;
     std::vector<completion> close_waiters_;
-    std::map<std::uint64_t, completion> disconnect_watchers_;
-    std::uint64_t next_watcher_ = 0;
+    letterbox::detail::disconnect_watchers disconnect_watchers_;
 
     std::vector<declaration> declared_;
     std::shared_ptr<lazy_channel> admin_ = std::make_shared<lazy_channel>();

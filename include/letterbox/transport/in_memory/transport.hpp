@@ -6,6 +6,7 @@
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
 #include <letterbox/detail/async_op.hpp>
+#include <letterbox/detail/disconnect_watchers.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/error_code.hpp>
@@ -176,15 +177,7 @@ public:
     template <class Token>
     auto async_wait_disconnected(Token&& token) {
         return start<void(error_code)>(std::forward<Token>(token), [](auto& s, auto op) {
-            const auto id = s.watch_disconnect([op](std::error_code ec) { op(ec); });
-            std::weak_ptr<in_memory::detail::transport_state> weak = s.shared_from_this();
-            op.on_cancel(
-                [weak, id](auto cancelled) {
-                    if (auto st = weak.lock())
-                        st->unwatch_disconnect(id);
-                    cancelled.cancelled();
-                },
-                boost::asio::cancellation_type::all);
+            letterbox::detail::start_wait_disconnected(s, std::move(op));
         });
     }
 

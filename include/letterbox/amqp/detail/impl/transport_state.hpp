@@ -133,7 +133,7 @@ LETTERBOX_DECL void transport_state::on_connection_lost(std::uint64_t generation
     fail_unconfirmed(make_error_code(errc::outcome_unknown));
     fail_outbox(make_error_code(errc::connection_closed));
     fail_waiters(make_error_code(errc::connection_closed));
-    notify_disconnected({});
+    disconnect_watchers_.notify({});
     for (auto* lc : {admin_.get(), publisher_.get()})
         lc->ch.reset();
     getters_.clear();
@@ -167,21 +167,12 @@ LETTERBOX_DECL void transport_state::drop_connection() {
 }
 
 LETTERBOX_DECL std::uint64_t transport_state::watch_disconnect(completion f) {
-    const auto id = ++next_watcher_;
     if (closed_) {
         boost::asio::post(strand_,
                           [f = std::move(f)]() mutable { f(make_error_code(errc::closed)); });
-        return id;
+        return 0;
     }
-    disconnect_watchers_.emplace(id, std::move(f));
-    return id;
-}
-
-LETTERBOX_DECL void transport_state::notify_disconnected(std::error_code ec) {
-    auto watchers = std::move(disconnect_watchers_);
-    disconnect_watchers_.clear();
-    for (auto& [id, f] : watchers)
-        f(ec);
+    return disconnect_watchers_.add(std::move(f));
 }
 
 LETTERBOX_DECL void transport_state::close(completion done) {
@@ -203,7 +194,7 @@ LETTERBOX_DECL void transport_state::close(completion done) {
     fail_unconfirmed(make_error_code(errc::outcome_unknown));
     fail_outbox(make_error_code(errc::outcome_unknown));
     fail_waiters(make_error_code(errc::closed));
-    notify_disconnected(make_error_code(errc::closed));
+    disconnect_watchers_.notify(make_error_code(errc::closed));
     subscriptions_.clear();
     reply_sub_.reset();
     channels_.clear();

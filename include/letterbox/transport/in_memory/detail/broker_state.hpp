@@ -358,6 +358,10 @@ private:
 
     void remove_exchange(const std::string& name);
 
+    // A consumer's tag: `tag`, or a fresh one when it is empty (the broker's `amq.ctag-`);
+    // false after the 530 that refuses a tag the channel already uses.
+    bool take_consumer_tag(channel_state& ch, std::string& tag, std::error_code& ec);
+
     // ---- direct reply-to (impl/broker_state_reply_to.hpp) --------------------------------
 
     // basic.consume from the pseudo-queue `amq.rabbitmq.reply-to`: one no-ack reply consumer

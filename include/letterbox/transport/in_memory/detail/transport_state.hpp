@@ -10,6 +10,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/disconnect_watchers.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
@@ -106,7 +107,7 @@ public:
     // `f` runs once, at the next loss of the connection (success) or at `close` (`closed`);
     // the returned id takes it back (`unwatch_disconnect`).
     std::uint64_t watch_disconnect(completion f);
-    void unwatch_disconnect(std::uint64_t id) { disconnect_watchers_.erase(id); }
+    void unwatch_disconnect(std::uint64_t id) { disconnect_watchers_.remove(id); }
 
     /// Whether the transport's connection is open (set on the executor, readable anywhere).
     bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
@@ -166,9 +167,6 @@ private:
 
     void on_confirm(std::uint64_t seq, bool ack, bool multiple);
 
-    // Runs the connection watchers with `ec`.
-    void notify_disconnected(std::error_code ec);
-
     // Fails every publish awaiting a confirm, except the one being published right now: if
     // its own publish closed the channel, it reports that error instead.
     void fail_pending(errc e);
@@ -197,8 +195,7 @@ private:
     std::map<std::uint64_t, channel> channels_;
     std::map<std::string, channel> getters_;
     std::set<std::uint64_t> retired_;
-    std::map<std::uint64_t, completion> disconnect_watchers_;
-    std::uint64_t next_watcher_ = 0;
+    letterbox::detail::disconnect_watchers disconnect_watchers_;
     std::uint64_t in_flight_ = 0;
     bool closed_ = false;
     bool waiting_for_broker_ = false;

@@ -189,14 +189,8 @@ LETTERBOX_DECL std::string broker_state::basic_consume(channel_state& ch, std::s
                               "queue '" + q->name + "' in vhost '/' does not support global qos");
         return {};
     }
-    if (opts.consumer_tag.empty())
-        opts.consumer_tag =
-            "amq.ctag-" + std::to_string(ch.id) + "-" + std::to_string(ch.next_consumer_tag++);
-    if (ch.consumers.contains(opts.consumer_tag)) {
-        ec = channel_error(ch, errc::not_allowed,
-                           "attempt to reuse consumer tag '" + opts.consumer_tag + "'");
+    if (!take_consumer_tag(ch, opts.consumer_tag, ec))
         return {};
-    }
     auto c = std::make_shared<consumer_state>();
     c->tag = opts.consumer_tag;
     c->queue = queues_.at(q->name);
@@ -210,6 +204,17 @@ LETTERBOX_DECL std::string broker_state::basic_consume(channel_state& ch, std::s
     q->consumers.push_back(c);
     after_change(*q, false);
     return c->tag;
+}
+
+LETTERBOX_DECL bool broker_state::take_consumer_tag(channel_state& ch, std::string& tag,
+                                                    std::error_code& ec) {
+    if (tag.empty())
+        tag = "amq.ctag-" + std::to_string(ch.id) + "-" + std::to_string(ch.next_consumer_tag++);
+    if (ch.consumers.contains(tag)) {
+        ec = channel_error(ch, errc::not_allowed, "attempt to reuse consumer tag '" + tag + "'");
+        return false;
+    }
+    return true;
 }
 
 LETTERBOX_DECL std::error_code broker_state::basic_cancel(channel_state& ch, std::string_view tag) {

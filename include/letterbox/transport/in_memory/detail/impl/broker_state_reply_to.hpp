@@ -28,14 +28,8 @@ LETTERBOX_DECL std::string broker_state::reply_consume(channel_state& ch,
         ec = channel_error(ch, errc::precondition_failed, "reply consumer already set");
         return {};
     }
-    if (opts.consumer_tag.empty())
-        opts.consumer_tag =
-            "amq.ctag-" + std::to_string(ch.id) + "-" + std::to_string(ch.next_consumer_tag++);
-    if (ch.consumers.contains(opts.consumer_tag)) {
-        ec = channel_error(ch, errc::not_allowed,
-                           "attempt to reuse consumer tag '" + opts.consumer_tag + "'");
+    if (!take_consumer_tag(ch, opts.consumer_tag, ec))
         return {};
-    }
     // A consumer of no queue: replies reach it through deliver_reply only, outside any qos.
     auto c = std::make_shared<consumer_state>();
     c->tag = opts.consumer_tag;

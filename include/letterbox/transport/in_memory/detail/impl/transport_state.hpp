@@ -190,24 +190,15 @@ LETTERBOX_DECL void transport_state::close() {
     fail_pending(errc::outcome_unknown);
     channels_.clear();
     getters_.clear();
-    notify_disconnected(errc::closed);
+    disconnect_watchers_.notify(errc::closed);
 }
 
 LETTERBOX_DECL std::uint64_t transport_state::watch_disconnect(completion f) {
-    const auto id = ++next_watcher_;
     if (closed_) {
         boost::asio::post(executor(), [f = std::move(f)]() mutable { f(errc::closed); });
-        return id;
+        return 0;
     }
-    disconnect_watchers_.emplace(id, std::move(f));
-    return id;
-}
-
-LETTERBOX_DECL void transport_state::notify_disconnected(std::error_code ec) {
-    auto watchers = std::move(disconnect_watchers_);
-    disconnect_watchers_.clear();
-    for (auto& [id, f] : watchers)
-        f(ec);
+    return disconnect_watchers_.add(std::move(f));
 }
 
 LETTERBOX_DECL channel transport_state::getter(const std::string& queue) {
@@ -402,7 +393,7 @@ LETTERBOX_DECL void transport_state::on_connection_lost() {
     fail_pending(errc::outcome_unknown);
     if (closed_)
         return;
-    notify_disconnected({});
+    disconnect_watchers_.notify({});
     std::weak_ptr<transport_state> self = weak_from_this();
     boost::asio::post(executor(), [self] {
         if (auto s = self.lock())
