@@ -1858,6 +1858,44 @@ trace direct_reply_to(World& w, const std::string& prefix) {
     return out;
 }
 
+/// The reply queue's lifecycle: an exclusive queue is locked to its connection and goes with it;
+/// an auto-delete queue goes when its last consumer does, and stays while it never had one.
+template <class World>
+trace exclusive_and_auto_delete(World& w, const std::string& prefix) {
+    trace out;
+    session s(w, prefix, out);
+    auto owner = w.make_raw();
+    auto other = w.make_raw();
+    auto note = [&](const std::string& what, const std::string& outcome) {
+        s.note(what + ": " + outcome);
+    };
+    auto queue = [&](const std::string& stem, bool exclusive, bool auto_delete) {
+        auto q = raw_queue(s.name(stem));
+        q.exclusive = exclusive;
+        q.auto_delete = auto_delete;
+        return q;
+    };
+    const auto consumed = queue("consumed", false, true);
+    const auto idle = queue("idle", false, true);
+    const auto locked = queue("locked", true, false);
+    note("declare auto-delete, consumed", owner.queue_declare(consumed));
+    note("declare auto-delete, never consumed", owner.queue_declare(idle));
+    note("declare exclusive", owner.queue_declare(locked));
+    note("consume the auto-delete one", owner.basic_consume(consumed.name));
+    note("consume the exclusive one", owner.basic_consume(locked.name));
+    note("another connection sees the consumed one", other.queue_declare(consumed, true));
+    note("another connection sees the exclusive one", other.queue_declare(locked, true));
+    owner.close();
+    // The deletions run when the broker has seen the connection go: wait for the first.
+    s.wait_for([&] { return other.queue_declare(consumed, true).starts_with("channel closed"); });
+    note("after the close, the consumed one", other.queue_declare(consumed, true));
+    note("after the close, the never consumed one", other.queue_declare(idle, true));
+    note("after the close, the exclusive one", other.queue_declare(locked, true));
+    other.close();
+    s.close();
+    return out;
+}
+
 /// letterbox's request client and a responder over `route`: a reply, a timeout, the late
 /// reply dropped, and a second client falling back to a reply queue.
 template <class World>
@@ -1937,6 +1975,13 @@ trace request_reply(World& w, const std::string& prefix, letterbox::reply_route 
     serving.close();
     s.close();
     return out;
+}
+
+TEST_CASE("differential: exclusive and auto-delete queues go as on RabbitMQ",
+          "[.integration][amqp][differential]") {
+    const auto model = compare("reply-queues", LETTERBOX_DIFFERENTIAL(exclusive_and_auto_delete));
+    CHECK(std::count(model.begin(), model.end(),
+                     "after the close, the never consumed one: ok: 0 messages, 0 consumers") == 1);
 }
 
 TEST_CASE("differential: request/reply over direct reply-to agrees with RabbitMQ",
