@@ -1896,6 +1896,8 @@ trace exclusive_and_auto_delete(World& w, const std::string& prefix) {
     return out;
 }
 
+static_assert(letterbox::connection_watcher<letterbox::amqp::transport>);
+
 /// letterbox's request client and a responder over `route`: a reply, a timeout, the late
 /// reply dropped, and a second client falling back to a reply queue.
 template <class World>

@@ -18,6 +18,8 @@
 #include <system_error>
 #include <utility>
 
+namespace unit_request_reply {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -27,6 +29,9 @@ using unit_consumer_support::sim_world;
 
 using client_type =
     letterbox::request_client<letterbox::in_memory::transport, letterbox::virtual_clock>;
+
+// The in-memory transport tells the client when its connection is lost.
+static_assert(letterbox::connection_watcher<letterbox::in_memory::transport>);
 
 struct outcome {
     std::error_code ec;
@@ -271,3 +276,5 @@ TEST_CASE("responder: a request without reply_to is refused as a permanent failu
     CHECK_FALSE(*result);
     CHECK(respond.stats().unroutable == 1);
 }
+
+} // namespace unit_request_reply
