@@ -3,6 +3,7 @@
 
 #include <letterbox/config.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -49,6 +50,18 @@ struct broker_profile {
     /// 3.10 (observed): `basic.qos(global=false)` after `basic.qos(global=true)` clears the
     /// channel-wide limit.
     bool consumer_qos_clears_global_qos = true;
+    /// The consumer (delivery acknowledgement) timeout, `consumer_timeout` in rabbitmq.conf
+    /// (30 minutes by default on every version here): a channel whose oldest unacknowledged
+    /// delivery, to a consumer or `basic.get`, is older than this at one of its ticks is closed
+    /// with 406 PRECONDITION_FAILED, and its unacknowledged deliveries are requeued.
+    /// `std::nullopt`: no timeout (the broker without the setting). A channel keeps the value
+    /// it opened with, as RabbitMQ reads it at channel open (docs/in-memory-transport.md
+    /// §2.18).
+    std::optional<std::chrono::milliseconds> consumer_timeout = std::chrono::minutes{30};
+    /// How often a channel checks its consumer timeout, `channel_tick_interval` in the
+    /// broker's application environment (60 s by default): the close comes at the channel's
+    /// first tick after the deadline. At least 1 ms (less counts as 1 ms).
+    std::chrono::milliseconds channel_tick_interval{60'000};
 
     /// Debian 12's RabbitMQ: the baseline, checked against a real 3.10.8 broker.
     static constexpr broker_profile rabbitmq_3_10() noexcept {

@@ -40,6 +40,9 @@ public:
     channel() = default;
 
     std::uint64_t id() const noexcept { return state_->id; }
+    /// The channel number on the wire, as a client numbers its channels: the lowest number no
+    /// open channel of the connection has (1 for the first). Reply texts name it.
+    std::uint16_t number() const noexcept { return state_->number; }
     bool is_open() const noexcept { return state_ && state_->open; }
     /// Why the channel closed (empty while open).
     const in_memory::close_reason& close_reason() const noexcept { return state_->reason; }

@@ -12,6 +12,7 @@
 
 #include <letterbox/basic_properties.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/consumer_timeout.hpp>
 #include <letterbox/detail/unique_function.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/headers.hpp>
@@ -268,6 +269,30 @@ private:
     // queue has consumers does nothing: the last one to leave starts a new period.
     void touch(queue_state& q);
 
+    // ---- helpers: consumer timeout (§2.18) ---------------------------------------------
+    // A channel whose oldest unacknowledged delivery is older than its consumer timeout at one
+    // of its ticks closes with 406 (rabbit_channel:evaluate_consumer_timeout). The model keeps
+    // one timer per channel, armed only while the channel holds unacknowledged deliveries, for
+    // the first tick that can close it; the ticks in between could not, so they are skipped.
+
+    // Lists `ch` for `review_ack_timers`: it handed out a delivery, or settled its last one.
+    void review_acks_later(channel_state& ch);
+
+    // Runs when the outermost operation ends (flush): stamps the deliveries still unacknowledged
+    // that it handed out with the time, read once (not once per delivery: a clock read is a
+    // quarter of the publish-deliver-ack path), then arms the timer of each listed channel
+    // that holds unacknowledged deliveries and cancels the timer of one that holds none. A
+    // delivery acknowledged within the operation that made it costs no clock read and no timer.
+    void review_ack_timers();
+
+    // Arms the tick that may close `ch`: the first tick strictly after its oldest
+    // unacknowledged delivery's deadline.
+    void arm_ack_timer(channel_state& ch);
+
+    // The channel's tick `at`: closes it when its oldest unacknowledged delivery was delivered
+    // more than the timeout before `at`, else arms the next tick that may.
+    void ack_tick(channel_state& ch, std::int64_t at);
+
     // ---- helpers: delivery -------------------------------------------------------------
 
     // After anything that changes a queue: deliver what can be delivered, expire the head,
@@ -416,6 +441,7 @@ private:
     std::vector<unacked_entry*> picked_scratch_;
     std::vector<queue_state*> touched_scratch_;
     std::vector<std::shared_ptr<queue_state>> channel_queues_scratch_;
+    std::vector<std::weak_ptr<channel_state>> ack_reviews_;
     std::uint64_t last_id_ = 0;
     std::uint64_t last_seq_ = 0;
     std::uint64_t generated_names_ = 0;

@@ -7,6 +7,7 @@
 
 #include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/close_reason.hpp>
+#include <letterbox/transport/in_memory/detail/clock_adapter.hpp>
 #include <letterbox/transport/in_memory/detail/envelope.hpp>
 #include <letterbox/transport/in_memory/detail/queue_state.hpp>
 #include <letterbox/transport/in_memory/handlers.hpp>
@@ -42,11 +43,19 @@ struct unacked_entry {
     std::shared_ptr<queue_state> queue;
     queued m;
     std::shared_ptr<consumer_state> consumer; // null for basic.get
+    // When it was handed out, on the broker's clock; `unstamped` until the outermost broker
+    // operation that handed it out ends (broker_state::review_ack_timers).
+    std::int64_t delivered_at = unstamped;
     bool settled = false;
+
+    static constexpr std::int64_t unstamped = -1;
 };
 
 struct channel_state {
     std::uint64_t id = 0;
+    // The channel number on the wire, as a client numbers its channels: the lowest one not in
+    // use on the connection. It appears in the consumer timeout's reply text.
+    std::uint16_t number = 0;
     std::weak_ptr<channel_state> self;
     // Valid while the channel is open. A closed channel's handle may outlive its connection (a
     // hard error closes the connection under it), so a closed channel reads only its own
@@ -69,6 +78,15 @@ struct channel_state {
     // (both empty while it has none).
     std::string reply_key;
     std::string reply_tag;
+    // The consumer timeout (§2.18): the value the channel opened with (0: none), its tick grid
+    // (every `tick_ns` from `opened_at`), and one timer, armed for the tick that may close the
+    // channel while it holds unacknowledged deliveries.
+    std::int64_t consumer_timeout_ms = 0;
+    std::int64_t tick_ns = 0;
+    std::int64_t opened_at = 0;
+    std::unique_ptr<timer_adapter> ack_timer;
+    std::int64_t ack_check_at = no_expiry; // the armed tick, or no_expiry
+    bool ack_review = false;               // listed in broker_state::ack_reviews_
     confirm_handler on_confirm;
     return_handler on_return;
     close_handler on_close;

@@ -30,7 +30,12 @@ broker_state::broker_state(std::unique_ptr<clock_adapter> clock, const broker_pr
     }
 }
 
-LETTERBOX_DECL broker_state::~broker_state() = default;
+LETTERBOX_DECL broker_state::~broker_state() {
+    // Timers need the clock, which may die before a channel handle does.
+    for (auto& c : connections_)
+        for (auto& ch : c->channels)
+            ch->ack_timer.reset();
+}
 
 LETTERBOX_DECL std::error_code broker_state::basic_qos(channel_state& ch, std::uint16_t prefetch,
                                                        bool global) {

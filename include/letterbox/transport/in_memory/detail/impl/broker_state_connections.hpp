@@ -33,6 +33,24 @@ LETTERBOX_DECL std::shared_ptr<channel_state> broker_state::open_channel(connect
         ch->open = false;
         ch->connection_closed = true;
         ch->reason = c.reason;
+    } else {
+        // The lowest number no open channel of the connection has, as clients number them.
+        std::vector<std::uint16_t> used;
+        for (const auto& other : c.channels)
+            if (other->open)
+                used.push_back(other->number);
+        std::sort(used.begin(), used.end());
+        ch->number = 1;
+        for (auto n : used)
+            if (n == ch->number)
+                ++ch->number;
+        // The consumer timeout is read at channel open, as RabbitMQ reads it (§2.18).
+        if (const auto& timeout = profile_.consumer_timeout) {
+            ch->consumer_timeout_ms = std::max<std::int64_t>(timeout->count(), 1);
+            ch->tick_ns =
+                std::max<std::int64_t>(profile_.channel_tick_interval.count(), 1) * 1'000'000;
+            ch->opened_at = now();
+        }
     }
     c.channels.push_back(ch);
     return ch;
@@ -48,6 +66,8 @@ LETTERBOX_DECL void broker_state::close_channel(channel_state& ch, close_reason 
 LETTERBOX_DECL void broker_state::wind_down(channel_state& ch, close_reason why) {
     scope s(*this);
     ch.reason = std::move(why);
+    ch.ack_check_at = no_expiry;
+    ch.ack_timer.reset(); // a closed channel's handle may outlive the broker and its clock
     requeue_all(ch, return_kind::channel_closed);
     forget_reply_consumer(ch);
     for (auto& [tag, c] : ch.consumers)

@@ -109,13 +109,17 @@ LETTERBOX_DECL basic_delivery broker_state::hand_out(channel_state& ch,
         ++c->outstanding;
         ++ch.global_outstanding;
     }
-    ch.unacked.push_back(unacked_entry{d.delivery_tag, q, std::move(m), std::move(c), false});
+    ch.unacked.push_back(unacked_entry{d.delivery_tag, q, std::move(m), std::move(c),
+                                       unacked_entry::unstamped, false});
+    if (ch.consumer_timeout_ms != 0)
+        review_acks_later(ch);
     return d;
 }
 
 LETTERBOX_DECL void broker_state::release(channel_state& ch, unacked_entry& e) {
     e.settled = true;
-    --ch.live_unacked;
+    if (--ch.live_unacked == 0 && ch.ack_check_at != no_expiry)
+        review_acks_later(ch); // the consumer timeout's timer is no longer needed
     if (!e.queue->deleted)
         --e.queue->unacked;
     if (e.consumer) {

@@ -20,6 +20,8 @@ LETTERBOX_DECL void broker_state::flush() {
         if (event_head_ == events_.size()) {
             events_.clear(); // keeps the capacity: no allocation per event in steady state
             event_head_ = 0;
+            if (!ack_reviews_.empty())
+                review_ack_timers(); // queues no event
             break;
         }
         auto e = std::move(events_[event_head_++]);
