@@ -215,6 +215,17 @@ public:
     /// may be stale by the time it is read.
     bool is_connected() const noexcept { return state_ && state_->connected(); }
 
+    /// How many times the broker closed one of the transport's consumer or get channels
+    /// because a delivery on it stayed unacknowledged past RabbitMQ's consumer timeout
+    /// (`consumer_timeout`, 30 minutes by default): 406 PRECONDITION_FAILED `delivery
+    /// acknowledgement on channel N timed out...`. The broker requeued what the channel held
+    /// and a consumer consumed again on a new channel, so the delivery comes back redelivered
+    /// while its first handling may still run. `ops::letterbox_metrics::watch_transport`
+    /// exports it as `letterbox_consumer_timeouts_total`. Callable from any thread.
+    std::uint64_t consumer_timeouts() const noexcept {
+        return state_ ? state_->consumer_timeouts() : 0;
+    }
+
     /// Drops the current connection as a network failure would (no close handshake), to
     /// exercise recovery; the transport then reconnects as after any lost connection.
     void simulate_connection_loss() {

@@ -12,6 +12,7 @@
 #include <letterbox/outbox/relay_event.hpp>
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -70,6 +71,18 @@ public:
             { i.size(ec) } -> std::convertible_to<std::size_t>;
         }
     void watch_inbox(Inbox& inbox);
+
+    /// `letterbox_consumer_timeouts_total`: `transport.consumer_timeouts()` when the registry
+    /// renders. It counts the channels the broker closed because a delivery on them stayed
+    /// unacknowledged past RabbitMQ's consumer timeout (`consumer_timeout`, 30 minutes by
+    /// default): the broker redelivered what they held, the consumers consumed again, and the
+    /// handling still running for a timed-out delivery can no longer acknowledge it. Both
+    /// transports count it; any type with such a member will do.
+    template <class Transport>
+        requires requires(const Transport& t) {
+            { t.consumer_timeouts() } -> std::convertible_to<std::uint64_t>;
+        }
+    void watch_transport(Transport& transport);
 
     /// `letterbox_dlq_depth{queue=...}`: the depth `read()` returns when the registry renders
     /// (typically a `dlq::depth_gauge`'s `value()`), or `NaN` when it returns none yet.

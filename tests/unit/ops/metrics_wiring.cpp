@@ -54,6 +54,7 @@ TEST_CASE("letterbox_metrics: a relay, a consumer and its inbox feed the metrics
 
     metrics.watch_outbox(outbox, clock); // pending, parked, oldest pending age
     metrics.watch_inbox(inbox);          // inbox records
+    metrics.watch_transport(transport);  // channels closed by the consumer timeout
     // GET /metrics serves registry.render()
     //]
 
@@ -83,6 +84,7 @@ TEST_CASE("letterbox_metrics: a relay, a consumer and its inbox feed the metrics
     CHECK(prometheus_sample(text, "letterbox_handler_duration_seconds_count") == 3);
     CHECK(prometheus_sample(text, "letterbox_outbox_pending") == 0);
     CHECK(prometheus_sample(text, "letterbox_inbox_records") == 2);
+    CHECK(prometheus_sample(text, "letterbox_consumer_timeouts_total") == 0);
 }
 
 } // namespace unit_ops_metrics_wiring

@@ -10,6 +10,7 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consume_options.hpp>
 #include <letterbox/delivery.hpp>
+#include <letterbox/detail/consumer_timeout.hpp>
 #include <letterbox/detail/disconnect_watchers.hpp>
 #include <letterbox/detail/settlement.hpp>
 #include <letterbox/detail/unique_function.hpp>
@@ -106,6 +107,10 @@ public:
     /// Whether the connection is open and recovered (`phase_ == open`), readable from any
     /// thread (for readiness checks).
     bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
+    /// Consumer and get channels the broker closed by the consumer timeout (any thread).
+    std::uint64_t consumer_timeouts() const noexcept {
+        return consumer_timeouts_.load(std::memory_order_relaxed);
+    }
 
 private:
     enum class phase { connecting, recovering, open, backoff, closed };
@@ -179,6 +184,11 @@ private:
     void on_consumer_command(const std::weak_ptr<subscription>& sub, std::uint64_t uid,
                              codec::command&& cmd);
     void on_consumer_closed(const std::weak_ptr<subscription>& sub, std::uint64_t uid);
+    // Counts a consumer or get channel that the broker closed by the consumer timeout.
+    void count_close(std::error_code ec, const std::string& text) noexcept {
+        if (letterbox::detail::is_consumer_timeout(ec, text))
+            consumer_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    }
     void retire(std::uint64_t uid);
     void flush_acks(std::uint64_t uid);
     void cancel_now(const std::shared_ptr<subscription>& sub, completion done);
@@ -194,6 +204,7 @@ private:
     std::uint64_t generation_ = 0;
     phase phase_ = phase::connecting;
     std::atomic<bool> connected_{false}; // phase_ == open, for other threads
+    std::atomic<std::uint64_t> consumer_timeouts_{0};
     bool closed_ = false;
     std::vector<completion> waiters_;
     std::vector<completion> close_waiters_;

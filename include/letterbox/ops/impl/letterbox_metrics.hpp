@@ -148,6 +148,17 @@ void letterbox_metrics::watch_inbox(Inbox& inbox) {
                                   });
 }
 
+template <class Transport>
+    requires requires(const Transport& t) {
+        { t.consumer_timeouts() } -> std::convertible_to<std::uint64_t>;
+    }
+void letterbox_metrics::watch_transport(Transport& transport) {
+    registry_->add_counter_function(
+        "letterbox_consumer_timeouts_total",
+        "Channels the broker closed for a delivery left unacknowledged past its consumer timeout",
+        {}, [&transport] { return static_cast<double>(transport.consumer_timeouts()); });
+}
+
 inline void
 letterbox_metrics::watch_dead_letter_queue(std::string queue,
                                            std::function<std::optional<std::uint32_t>()> read) {

@@ -181,6 +181,18 @@ public:
         });
     }
 
+    /// How many times the broker closed one of the transport's consumer or get channels
+    /// because a delivery on it stayed unacknowledged past the consumer timeout (RabbitMQ's
+    /// `consumer_timeout`, `broker_profile::consumer_timeout`): 406 PRECONDITION_FAILED
+    /// `delivery acknowledgement on channel N timed out...`. Each time the broker requeued
+    /// what the channel held, and a consumer consumed again on a new channel, so the delivery
+    /// comes back redelivered while its first handling may still run: an effect it has must be
+    /// idempotent (the inbox). `ops::letterbox_metrics::watch_transport` exports it as
+    /// `letterbox_consumer_timeouts_total`. Callable from any thread.
+    std::uint64_t consumer_timeouts() const noexcept {
+        return state_ ? state_->consumer_timeouts() : 0;
+    }
+
     /// Closes the connection: pending publishes complete with `outcome_unknown`,
     /// unacknowledged deliveries are requeued. Idempotent.
     template <class Token>

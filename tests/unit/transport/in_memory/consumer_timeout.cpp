@@ -1,18 +1,32 @@
 // SPDX-License-Identifier: BSL-1.0
 // The consumer (delivery acknowledgement) timeout in the RabbitMQ model: which channel closes,
-// when (the channel's tick), with which reply, and what becomes of its deliveries. What 3.10.8 does
-// was read in rabbit_channel.erl and seen on a real broker by
-// tests/integration/amqp_differential.cpp (consumer_timeout); docs/in-memory-transport.md §2.18.
+// when (the channel's tick), with which reply, and what becomes of its deliveries; then a
+// letterbox consumer that outlives the close with its effect applied once. What 3.10.8 does was
+// read in rabbit_channel.erl and seen on a real broker by tests/integration/amqp_differential.cpp
+// (consumer_timeout); docs/in-memory-transport.md §2.18.
 
 #include <letterbox/transport/in_memory/broker.hpp>
+
+#include <letterbox/consumer.hpp>
+#include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/inbox/in_memory_inbox_store.hpp>
+#include <letterbox/middleware/after_call.hpp>
+#include <letterbox/middleware/idempotent.hpp>
+#include <letterbox/testing/simulation.hpp>
+#include <letterbox/transport/in_memory/transport.hpp>
 
 #include "scenario_fixture.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -192,6 +206,85 @@ TEST_CASE("consumer timeout: 30 minutes checked every minute on every profile, n
         CHECK(c.ch.is_open());
         CHECK(c.ch.unacked_count() == 1);
     }
+}
+
+TEST_CASE("consumer timeout: a consumer whose handler outlasts it consumes again on a new "
+          "channel, the inbox applies the effect once, and the transport counts the timeout",
+          "[transport][in_memory][consumer_timeout][consumer]") {
+    // A one-minute timeout checked every 10 s; the first call to the slow service takes two.
+    boost::asio::io_context io;
+    letterbox::virtual_clock clock;
+    in_memory::broker broker(io.get_executor(), clock,
+                             in_memory::broker_options{.profile = short_timeout(1min, 10s)});
+    letterbox::in_memory::transport transport(broker, "worker");
+    auto drive_until = [&](const std::function<bool()>& done) {
+        return letterbox::testing::drive_until(io, clock, done, 200'000);
+    };
+    auto await = [&](auto op) {
+        std::optional<std::error_code> r;
+        op([&r](std::error_code ec) { r = ec; });
+        REQUIRE(drive_until([&] { return r.has_value(); }));
+        return *r;
+    };
+    REQUIRE_FALSE(
+        await([&](auto h) { transport.async_declare(topology::queue{.name = "work"}, h); }));
+
+    auto timer = std::make_shared<decltype(clock.make_timer(io.get_executor()))>(
+        clock.make_timer(io.get_executor()));
+    int calls = 0;
+    auto call = [&](const letterbox::message&) -> boost::asio::awaitable<int> {
+        if (++calls == 1) {
+            timer->expires_after(2min);
+            co_await timer->async_wait(boost::asio::use_awaitable);
+        }
+        co_return calls;
+    };
+    std::map<std::string, int> effects; // applied when the unit of work commits
+    auto effect = [&](const letterbox::message& m, const int&,
+                      letterbox::in_memory_unit_of_work& u) {
+        return u.on_commit([&effects, body = m.body] { ++effects[body]; });
+    };
+    letterbox::in_memory_inbox_store inbox;
+    auto handler = letterbox::middleware::idempotent(
+        letterbox::middleware::after_call(call, effect), inbox,
+        [] { return letterbox::in_memory_unit_of_work{}; }, "shipping", clock);
+    std::vector<bool> redelivered;
+    letterbox::consumer_options options;
+    options.consume.queue = "work";
+    options.on_event = [&](const letterbox::consumer_event& e) {
+        if (e.what == letterbox::consumer_event::kind::delivered)
+            redelivered.push_back(e.d.redelivered);
+    };
+    letterbox::consumer c(transport, handler, clock, options);
+    std::optional<std::error_code> started;
+    c.async_start([&](std::error_code ec, const std::string&) { started = ec; });
+    REQUIRE(drive_until([&] { return started.has_value(); }));
+    REQUIRE_FALSE(*started);
+
+    letterbox::message m;
+    m.id = letterbox::message_id_generator{5}();
+    m.routing_key = "work";
+    m.body = "order-1";
+    REQUIRE_FALSE(await([&](auto h) { transport.async_publish(m, h); }));
+    // The first run waits for its call past the timeout: the broker closes the consumer's
+    // channel at the first tick after one minute, the transport consumes again, and the
+    // redelivery is handled (its call is quick) and acknowledged on the new channel. When the
+    // first run's call returns, the inbox already holds the message: a duplicate, whose ack
+    // fails on the closed channel and changes nothing.
+    REQUIRE(drive_until([&] {
+        return c.stats().acked == 2 && broker.queue("work")->ready == 0 &&
+               broker.queue("work")->unacked == 0;
+    }));
+    CHECK(transport.consumer_timeouts() == 1);
+    CHECK(redelivered == std::vector<bool>{false, true});
+    CHECK(calls == 2);
+    CHECK(effects == std::map<std::string, int>{{"order-1", 1}});
+    CHECK(handler.stats().processed == 1);
+    CHECK(handler.stats().duplicates == 1);
+    CHECK(broker.counters().redelivered == 1);
+    CHECK(broker.queue("work")->consumers == 1); // the consumer lives on, on its new channel
+    CHECK(clock.pending() == 0);
+    REQUIRE_FALSE(await([&](auto h) { transport.async_close(h); }));
 }
 
 } // namespace unit_transport_in_memory_consumer_timeout

@@ -156,9 +156,11 @@ LETTERBOX_DECL void transport_state::subscribe_now(const std::shared_ptr<subscri
             if (auto s = weak.lock())
                 s->on_consumer_command(weak_sub, uid, std::move(cmd));
         };
-        ch->on_close = [weak, weak_sub, uid](std::error_code, const std::string&) {
-            if (auto s = weak.lock())
+        ch->on_close = [weak, weak_sub, uid](std::error_code e, const std::string& text) {
+            if (auto s = weak.lock()) {
+                s->count_close(e, text);
                 s->on_consumer_closed(weak_sub, uid);
+            }
         };
         auto fail = [self, uid, ch](std::error_code e, completion& d) {
             self->channels_.erase(uid);

@@ -128,9 +128,11 @@ LETTERBOX_DECL void transport_state::get(const std::string& queue, get_completio
                     const auto uid = ch->uid();
                     self->channels_[uid] = settle_entry{ch, {}, false};
                     std::weak_ptr<transport_state> weak = self;
-                    ch->on_close = [weak, uid](std::error_code, const std::string&) {
-                        if (auto s = weak.lock())
+                    ch->on_close = [weak, uid](std::error_code e, const std::string& text) {
+                        if (auto s = weak.lock()) {
                             s->channels_.erase(uid);
+                            s->count_close(e, text);
+                        }
                     };
                     then({});
                 },

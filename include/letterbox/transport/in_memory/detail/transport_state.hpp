@@ -112,6 +112,12 @@ public:
     /// Whether the transport's connection is open (set on the executor, readable anywhere).
     bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
 
+    /// Channels the broker closed for a delivery left unacknowledged past the consumer
+    /// timeout (readable anywhere).
+    std::uint64_t consumer_timeouts() const noexcept {
+        return consumer_timeouts_.load(std::memory_order_relaxed);
+    }
+
 private:
     struct pending_publish {
         std::uint64_t seq;
@@ -183,6 +189,9 @@ private:
     // (they can still be settled, as on RabbitMQ), then closes.
     void retire(channel& ch);
 
+    // Counts a consumer or get channel that the broker closed by the consumer timeout.
+    void count_close(const close_reason& why) noexcept;
+
     in_memory::broker* broker_;
     std::string name_;
     in_memory::connection conn_;
@@ -200,6 +209,7 @@ private:
     bool closed_ = false;
     bool waiting_for_broker_ = false;
     std::atomic<bool> connected_{false}; // conn_ is open (for other threads)
+    std::atomic<std::uint64_t> consumer_timeouts_{0};
 };
 
 } // namespace letterbox::in_memory::detail

@@ -5,6 +5,7 @@
 
 #include <letterbox/config.hpp>
 #include <letterbox/detail/confirms.hpp>
+#include <letterbox/detail/consumer_timeout.hpp>
 #include <letterbox/transport/in_memory/detail/transport_state.hpp>
 
 #include <algorithm>
@@ -210,6 +211,13 @@ LETTERBOX_DECL channel transport_state::getter(const std::string& queue) {
     auto ch = conn_.open_channel();
     channels_[ch.id()] = ch;
     getters_[queue] = ch;
+    // A fetched message held past the consumer timeout closes this channel too; the next get
+    // opens another (above), and the broker gives the message to whoever asks next.
+    std::weak_ptr<transport_state> self = weak_from_this();
+    ch.on_close([self](const close_reason& why) {
+        if (auto s = self.lock())
+            s->count_close(why);
+    });
     return ch;
 }
 
@@ -443,15 +451,17 @@ LETTERBOX_DECL std::error_code transport_state::subscribe(const std::shared_ptr<
     {
         std::weak_ptr<transport_state> self = weak_from_this();
         std::weak_ptr<subscription> weak_sub = p;
-        sub.ch.on_close([self, weak_sub, id = sub.ch.id()](const close_reason&) {
+        sub.ch.on_close([self, weak_sub, id = sub.ch.id()](const close_reason& why) {
             // Posted: the close happens inside the broker operation that caused it.
-            if (auto s = self.lock())
+            if (auto s = self.lock()) {
+                s->count_close(why);
                 boost::asio::post(s->executor(), [self, weak_sub, id] {
                     auto s2 = self.lock();
                     auto sp = weak_sub.lock();
                     if (s2 && sp)
                         s2->on_consumer_channel_closed(sp, id);
                 });
+            }
         });
     }
     auto ec = sub.ch.basic_qos(sub.options.prefetch);
@@ -468,6 +478,11 @@ LETTERBOX_DECL std::error_code transport_state::subscribe(const std::shared_ptr<
     if (!ec)
         sub.options.consumer_tag = tag;
     return ec;
+}
+
+LETTERBOX_DECL void transport_state::count_close(const close_reason& why) noexcept {
+    if (letterbox::detail::is_consumer_timeout(why.code, why.text))
+        consumer_timeouts_.fetch_add(1, std::memory_order_relaxed);
 }
 
 LETTERBOX_DECL void transport_state::retire(channel& ch) {
