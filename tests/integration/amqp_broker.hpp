@@ -14,8 +14,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
@@ -32,6 +35,63 @@ inline std::string broker_url() {
         FAIL("LETTERBOX_AMQP_URL is not set: start a broker with `export $(tests/tools/rabbitmq.sh "
              "start)` (or run through `tests/tools/rabbitmq.sh run -- ...`) and run again");
     return url;
+}
+
+/// The command line of `rabbitmqctl -q <args>` against the broker tests/tools/rabbitmq.sh started
+/// (its state directory is LETTERBOX_RABBITMQ_DIR), with the environment that script gives its
+/// CLI calls; empty when the directory is unknown.
+inline std::string rabbitmqctl_command(const std::string& args) {
+    const char* dir = std::getenv("LETTERBOX_RABBITMQ_DIR");
+    if (dir == nullptr || *dir == '\0')
+        return {};
+    std::ifstream state(std::string(dir) + "/state");
+    std::string line;
+    std::string node;
+    while (std::getline(state, line))
+        if (line.rfind("node=", 0) == 0)
+            node = line.substr(5);
+    if (node.empty())
+        return {};
+    const std::string d(dir);
+    return "env HOME='" + d + "/home' RABBITMQ_CONF_ENV_FILE='" + d +
+           "/rabbitmq-env.conf' RABBITMQ_NODENAME='" + node +
+           "' ERL_EPMD_ADDRESS=127.0.0.1 'RABBITMQ_CTL_ERL_ARGS=-kernel inet_dist_use_interface "
+           "{127,0,0,1}' timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q " +
+           args;
+}
+
+/// Runs `rabbitmqctl -q <args>` (see `rabbitmqctl_command`); false when the directory is
+/// unknown or the command fails.
+inline bool rabbitmqctl(const std::string& args) {
+    const auto command = rabbitmqctl_command(args);
+    return !command.empty() && std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+/// Evaluates the Erlang expression `expr` (no single quote in it) on the broker with
+/// `rabbitmqctl eval`; what it printed, or std::nullopt when the call failed.
+inline std::optional<std::string> rabbitmqctl_eval(const std::string& expr) {
+    const auto command = rabbitmqctl_command("eval '" + expr + "'");
+    if (command.empty())
+        return std::nullopt;
+    FILE* p = popen((command + " 2>/dev/null").c_str(), "r");
+    if (p == nullptr)
+        return std::nullopt;
+    std::string out;
+    std::array<char, 256> buf{};
+    while (std::fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr)
+        out += buf.data();
+    if (pclose(p) != 0)
+        return std::nullopt;
+    return out;
+}
+
+/// Whether rabbitmqctl can reach the broker; warns (the test is then skipped) when it cannot.
+inline bool broker_is_controllable() {
+    if (std::getenv("LETTERBOX_RABBITMQ_DIR") != nullptr)
+        return true;
+    WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
+         "tests/tools/rabbitmq.sh), so rabbitmqctl cannot reach it");
+    return false;
 }
 
 //[amqp_transport_fixture

@@ -5,10 +5,11 @@
 // says what a trace keeps and what it leaves out). The scenarios follow the model's own scenario
 // tests (tests/unit/transport/in_memory/; ids from research/reliability-anchors.md part (a)):
 // routing, requeue order, prefetch, dead-lettering with x-death, TTL, max-length, confirms and
-// returns, a channel closed by an unknown delivery tag, single active consumer and the
+// returns, a channel closed by an unknown delivery tag, single active consumer, the
 // consistent-hash exchange (the broker's rabbitmq_consistent_hash_exchange plugin, which
-// tests/tools/rabbitmq.sh enables). A difference means the model is wrong, the amqp transport is
-// wrong, or the broker version differs (a `broker_profile` field).
+// tests/tools/rabbitmq.sh enables), direct reply-to and the consumer timeout. A difference means
+// the model is wrong, the amqp transport is wrong, or the broker version differs (a
+// `broker_profile` field).
 //
 // Every case is hidden ([.integration]) and runs in `make test` with the broker it starts.
 
@@ -1528,6 +1529,80 @@ trace single_active_consumer_refusals(World& w, const std::string& prefix) {
     return out;
 }
 
+// ---- consumer timeout --------------------------------------------------------------------------
+
+/// The consumer timeout shortened for a run: 1 s, checked every 250 ms (3.10's defaults are
+/// 30 minutes and 60 s; docs/in-memory-transport.md §2.18).
+const broker_settings short_consumer_timeout{.consumer_timeout = std::chrono::milliseconds{1000},
+                                             .channel_tick_interval =
+                                                 std::chrono::milliseconds{250}};
+
+/// A delivery left unacknowledged past the consumer timeout: the broker closes its channel, and
+/// only that one, with 406 and its text, at the first tick after the deadline (a tick of the
+/// channel, which opened just before the delivery), and requeues what the channel held, marked
+/// redelivered. A raw consumer shows the close; the transport's consumer consumes again on a new
+/// channel and gets the message back; a get held too long closes the get channel. Both
+/// transports count the two closes of theirs.
+template <class World>
+trace consumer_timeout(World& w, const std::string& prefix) {
+    using namespace std::chrono_literals;
+    trace out;
+    session s(w, prefix, out);
+    const auto q = s.name("held");
+    s.declare_queue(q);
+    auto counted = [&] {
+        s.note("consumer timeouts counted: " + std::to_string(s.transport().consumer_timeouts()));
+    };
+
+    auto raw = w.make_raw();
+    s.note("raw consume: " + raw.basic_consume(q)); // opens the raw channel: its ticks start
+    s.publish("", q, "r1");
+    const auto delivered = w.now();
+    s.wait_for([&] { return raw.deliveries() == 1; });
+    w.wait_for([&] { return raw.channel_outcome() != "ok"; }, 5s);
+    const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(w.now() - delivered);
+    s.note("raw channel: " + raw.channel_outcome());
+    const bool in_window = after >= 950ms && after <= 1000ms + 250ms + 500ms;
+    s.note("closed after the timeout, at most a tick later: " +
+           (in_window ? std::string("yes") : "no, after " + std::to_string(after.count()) + " ms"));
+    s.await_depth(q, 1);
+    const auto back = raw.get(q); // on a new channel
+    s.note("raw get: " + back.outcome + (back.msg ? " " + back.msg->body : std::string()) +
+           " redelivered=" + (back.redelivered ? "yes" : "no"));
+    if (back.msg)
+        s.note("raw ack: " + raw.ack(back.tag));
+
+    auto c = s.consume(q, 10);
+    s.publish("", q, "m1");
+    s.publish("", q, "m2");
+    s.await_deliveries(c, 2);
+    if (c.size() >= 2)
+        s.ack(c[1]);
+    // m1 stays unacknowledged: the consumer's channel closes, the transport consumes again on a
+    // new channel, and m1 comes back.
+    s.await_deliveries(c, 3);
+    s.note_deliveries(c);
+    counted();
+    if (c.size() >= 3) {
+        s.ack(c[0]); // on the closed channel
+        s.ack(c[2]);
+    }
+    s.cancel(c);
+
+    s.publish("", q, "g1");
+    auto held = s.get(q); // opens the get channel for q; held too long
+    s.wait_for([&] { return s.transport().consumer_timeouts() >= 2; });
+    counted();
+    if (held)
+        s.ack(*held);
+    if (auto again = s.get(q))
+        s.ack(*again);
+    s.depth(q);
+    raw.close();
+    s.close();
+    return out;
+}
+
 // ---- foreign publishers and message ids ------------------------------------------------------
 
 /// What a Node.js or Python producer sends, published through a raw channel (no message-id, a
@@ -1772,6 +1847,25 @@ TEST_CASE("differential: single active consumer after a closed connection agrees
 TEST_CASE("differential: what single active consumer refuses agrees with RabbitMQ",
           "[.integration][amqp][differential]") {
     compare("sac-refusals", LETTERBOX_DIFFERENTIAL(single_active_consumer_refusals));
+}
+
+TEST_CASE("differential: the consumer timeout closes a channel and requeues its deliveries like "
+          "on RabbitMQ",
+          "[.integration][amqp][differential][disruptive]") {
+    // It shortens the broker's consumer timeout while it runs (for every client: disruptive).
+    if (!amqp_test::broker_is_controllable())
+        return;
+    const auto model = compare("consumer-timeout", short_consumer_timeout,
+                               LETTERBOX_DIFFERENTIAL(consumer_timeout));
+    // Anchors: the raw consumer's channel closed with RabbitMQ's text, the redelivery reached
+    // the transport's consumer, and both closes of the transport's channels were counted.
+    CHECK(std::count(model.begin(), model.end(),
+                     "raw channel: channel closed: " +
+                         describe(make_error_code(letterbox::errc::precondition_failed)) +
+                         " PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed "
+                         "out. Timeout value used: 1000 ms. This timeout value can be "
+                         "configured, see consumers doc guide to learn more") == 1);
+    CHECK(std::count(model.begin(), model.end(), "consumer timeouts counted: 2") == 1);
 }
 
 TEST_CASE("differential: a foreign publisher's message looks the same on both transports",

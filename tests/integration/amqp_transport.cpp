@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -289,39 +288,8 @@ TEST_CASE("amqp transport: a consumer survives a lost connection and resumes",
 
 namespace {
 
-/// Runs `rabbitmqctl <args>` against the broker tests/tools/rabbitmq.sh started (its state
-/// directory is LETTERBOX_RABBITMQ_DIR), with the environment that script gives its CLI calls.
-/// Returns false when the directory is unknown or the command fails.
-bool rabbitmqctl(const std::string& args) {
-    const char* dir = std::getenv("LETTERBOX_RABBITMQ_DIR");
-    if (dir == nullptr || *dir == '\0')
-        return false;
-    std::ifstream state(std::string(dir) + "/state");
-    std::string line;
-    std::string node;
-    while (std::getline(state, line))
-        if (line.rfind("node=", 0) == 0)
-            node = line.substr(5);
-    if (node.empty())
-        return false;
-    const std::string d(dir);
-    const std::string command =
-        "env HOME='" + d + "/home' RABBITMQ_CONF_ENV_FILE='" + d +
-        "/rabbitmq-env.conf' RABBITMQ_NODENAME='" + node +
-        "' ERL_EPMD_ADDRESS=127.0.0.1 'RABBITMQ_CTL_ERL_ARGS=-kernel inet_dist_use_interface "
-        "{127,0,0,1}' timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q " +
-        args + " >/dev/null 2>&1";
-    return std::system(command.c_str()) == 0;
-}
-
-/// Whether rabbitmqctl can reach the broker; warns (the test is then skipped) when it cannot.
-bool broker_is_controllable() {
-    if (std::getenv("LETTERBOX_RABBITMQ_DIR") != nullptr)
-        return true;
-    WARN("skipped: LETTERBOX_RABBITMQ_DIR is not set (the broker was not started by "
-         "tests/tools/rabbitmq.sh), so rabbitmqctl cannot reach it");
-    return false;
-}
+using amqp_test::broker_is_controllable;
+using amqp_test::rabbitmqctl;
 
 /// The broker's memory alarm, raised for the object's lifetime (a watermark of 0): the broker
 /// sends connection.blocked and stops reading from publishing connections until it clears.

@@ -192,6 +192,11 @@ public:
     std::size_t deliveries() const { return *deliveries_; }
     /// Their messages (with the delivery's exchange and routing key), in arrival order.
     const std::vector<letterbox::message>& received() const { return *received_; }
+    /// "ok" while the channel (opened by an earlier operation) is open, else how it or its
+    /// connection closed; never opens a new one.
+    std::string channel_outcome() const {
+        return ch_.is_open() ? "ok" : outcome(make_error_code(letterbox::errc::channel_closed));
+    }
 
     void close() {
         if (conn_.is_open())
@@ -236,6 +241,17 @@ private:
 
 // ---- the two worlds --------------------------------------------------------------------------
 
+/// Broker configuration a scenario needs other than the default, the same in both worlds: the
+/// model's broker has it in its profile; the real broker is given it with `rabbitmqctl eval`
+/// (application environment) for the run, and what it had before afterwards. The real side
+/// needs LETTERBOX_RABBITMQ_DIR (`amqp_test::broker_is_controllable`), and a scenario that uses
+/// it changes the broker for everyone, so its test case is `[disruptive]` (run alone).
+struct broker_settings {
+    /// `consumer_timeout`, with `channel_tick_interval`; unset: the broker's own.
+    std::optional<std::chrono::milliseconds> consumer_timeout{};
+    std::chrono::milliseconds channel_tick_interval{60'000};
+};
+
 /// The in-memory model on a virtual clock. Waiting runs what is ready and moves virtual time
 /// in small steps only while the awaited condition does not hold, so TTLs fire as they would
 /// in real time, without sleeping.
@@ -243,6 +259,13 @@ class model_world {
 public:
     using transport_type = letterbox::in_memory::transport;
     using raw_type = model_raw_client;
+
+    model_world() = default;
+    explicit model_world(const broker_settings& settings)
+        : sim_(options_for(settings)) {}
+
+    /// The world's time: virtual.
+    std::chrono::nanoseconds now() const { return sim_.clock.now().time_since_epoch(); }
 
     transport_type make_transport() { return transport_type(sim_.broker, "differential"); }
     raw_type make_raw() { return raw_type(sim_.broker); }
@@ -268,6 +291,15 @@ public:
     letterbox::virtual_clock& clock() { return sim_.clock; }
 
 private:
+    static letterbox::in_memory::broker_options options_for(const broker_settings& settings) {
+        letterbox::in_memory::broker_options o;
+        if (settings.consumer_timeout) {
+            o.profile.consumer_timeout = settings.consumer_timeout;
+            o.profile.channel_tick_interval = settings.channel_tick_interval;
+        }
+        return o;
+    }
+
     static constexpr std::chrono::milliseconds step_{5};
     test_support::simulation sim_;
 };
@@ -420,6 +452,13 @@ public:
     }
     std::size_t deliveries() const { return deliveries_; }
     const std::vector<letterbox::message>& received() const { return received_; }
+    /// "ok" while the channel (opened by an earlier operation) is open, else how it or its
+    /// connection closed, as far as the io_context has run; never opens a new one.
+    std::string channel_outcome() const {
+        if (ch_ && ch_->is_open() && conn_ && conn_->is_open())
+            return "ok";
+        return outcome(ch_ ? ch_->close_error() : make_error_code(letterbox::errc::channel_closed));
+    }
 
     void close() {
         if (!conn_)
@@ -587,6 +626,36 @@ public:
     using transport_type = letterbox::amqp::transport;
     using raw_type = broker_raw_client;
 
+    broker_world() = default;
+    /// Gives the broker `settings` until the world is destroyed.
+    explicit broker_world(const broker_settings& settings) {
+        if (!settings.consumer_timeout)
+            return;
+        // What the broker has now, to put back: {{ok,1800000},{ok,60000}} on a default 3.10.
+        const auto before =
+            amqp_test::rabbitmqctl_eval("{application:get_env(rabbit, consumer_timeout), "
+                                        "application:get_env(rabbit, channel_tick_interval)}.");
+        REQUIRE(before);
+        restore_ = "application:" + env_restore("consumer_timeout", *before, 0) +
+                   ", application:" + env_restore("channel_tick_interval", *before, 1) + ".";
+        REQUIRE(amqp_test::rabbitmqctl_eval(
+            "application:set_env(rabbit, consumer_timeout, " +
+            std::to_string(settings.consumer_timeout->count()) +
+            "), application:set_env(rabbit, channel_tick_interval, " +
+            std::to_string(settings.channel_tick_interval.count()) + ")."));
+    }
+    broker_world(const broker_world&) = delete;
+    broker_world& operator=(const broker_world&) = delete;
+    ~broker_world() {
+        if (!restore_.empty() && !amqp_test::rabbitmqctl_eval(restore_))
+            WARN("could not restore the broker's environment: " << restore_);
+    }
+
+    /// The world's time: the steady clock's.
+    std::chrono::nanoseconds now() const {
+        return std::chrono::steady_clock::now().time_since_epoch();
+    }
+
     transport_type make_transport() { return transport_type(io_.get_executor(), url_); }
     raw_type make_raw() { return raw_type(io_, url_); }
 
@@ -608,8 +677,24 @@ public:
     letterbox::steady_clock& clock() { return clock_; }
 
 private:
+    // `set_env(rabbit, Key, N)` for the `index`th `{ok,N}` of `printed`, or `unset_env` when
+    // there is none (the key was undefined).
+    static std::string env_restore(const std::string& key, const std::string& printed,
+                                   std::size_t index) {
+        std::size_t at = 0;
+        for (std::size_t i = 0; i <= index; ++i) {
+            at = printed.find("{ok,", at);
+            if (at == std::string::npos)
+                return "unset_env(rabbit, " + key + ")";
+            at += 4;
+        }
+        const auto end = printed.find('}', at);
+        return "set_env(rabbit, " + key + ", " + printed.substr(at, end - at) + ")";
+    }
+
     std::string url_ = broker_url();
     letterbox::steady_clock clock_{};
+    std::string restore_{};
     boost::asio::io_context io_{};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
         io_.get_executor()};
@@ -1036,23 +1121,30 @@ inline void check_same(const trace& model, const trace& broker) {
     CHECK(model.size() == broker.size());
 }
 
-/// Runs `scenario(world, prefix) -> trace` in the model, then on the real broker, and asserts
-/// that the traces are equal. Returns the model's trace for further checks.
+/// Runs `scenario(world, prefix) -> trace` in the model, then on the real broker, both with
+/// `settings`, and asserts that the traces are equal. Returns the model's trace for further
+/// checks.
 template <class Scenario>
-trace compare(std::string_view stem, Scenario scenario) {
+trace compare(std::string_view stem, const broker_settings& settings, Scenario scenario) {
     const auto prefix = run_prefix(stem);
     trace model;
     {
-        model_world w;
+        model_world w(settings);
         model = scenario(w, prefix);
     }
     trace broker;
     {
-        broker_world w;
+        broker_world w(settings);
         broker = scenario(w, prefix);
     }
     check_same(model, broker);
     return model;
+}
+
+/// The same with the brokers' default settings.
+template <class Scenario>
+trace compare(std::string_view stem, Scenario scenario) {
+    return compare(stem, broker_settings{}, std::move(scenario));
 }
 
 } // namespace differential

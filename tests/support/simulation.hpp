@@ -24,6 +24,11 @@
 namespace test_support {
 
 struct simulation {
+    simulation() = default;
+    /// A broker made with `options` (another profile, a short consumer timeout, ...).
+    explicit simulation(letterbox::in_memory::broker_options options)
+        : broker{io.get_executor(), clock, std::move(options)} {}
+
     boost::asio::io_context io;
     letterbox::virtual_clock clock;
     letterbox::in_memory::broker broker{io.get_executor(), clock};
