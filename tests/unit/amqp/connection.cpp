@@ -224,6 +224,42 @@ TEST_CASE("connection: a connection.close from the server is surfaced with its r
     CHECK(std::holds_alternative<codec::connection_close_ok>(*reply));
 }
 
+TEST_CASE("connection: a late channel.close for a channel no longer open is ignored",
+          "[amqp][connection]") {
+    // RabbitMQ 3.10 can close a channel twice after a consumer timeout (docs/in-memory-
+    // transport.md section 4): the second close, and a stray close-ok, leave the connection up.
+    scripted_server server;
+    std::optional<bool> handshook;
+    std::optional<codec::method> reply;
+    std::jthread server_thread([&] {
+        handshook = server.handshake(default_tune());
+        if (!*handshook)
+            return;
+        (void)server.send_method(
+            codec::channel_close{406,
+                                 "PRECONDITION_FAILED - delivery acknowledgement on channel 7 "
+                                 "timed out",
+                                 0, 0},
+            7);
+        (void)server.send_method(codec::channel_close_ok{}, 8);
+        (void)server.send_method(codec::connection_close{320, "CONNECTION_FORCED - bye", 0, 0});
+        reply = server.read_method();
+    });
+    client c;
+    REQUIRE(c.connect(server.port()) == std::error_code{});
+    std::optional<std::error_code> closed;
+    c.conn.async_wait_closed([&](std::error_code ec) { closed = ec; });
+    CHECK(c.run_until([&] { return closed.has_value(); }));
+    server_thread.join();
+
+    REQUIRE(handshook.value_or(false));
+    REQUIRE(closed.has_value());
+    // The connection lived until the server closed it: the stray frames were not an error.
+    CHECK(*closed == letterbox::errc::connection_forced);
+    REQUIRE(reply.has_value());
+    CHECK(std::holds_alternative<codec::connection_close_ok>(*reply));
+}
+
 TEST_CASE("connection: amqps to a server that does not speak TLS fails the connect with an "
           "OpenSSL error",
           "[amqp][connection]") {

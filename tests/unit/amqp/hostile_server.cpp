@@ -243,7 +243,7 @@ struct core_client {
     }
 };
 
-/// The channel a connection opens first (the lowest free number). The hostile bytes for it are
+/// The channel a connection opens first (number 1). The hostile bytes for it are
 /// written on the test's thread (the frame builders assert), before the server thread starts.
 constexpr std::uint16_t first_channel = 1;
 

@@ -112,7 +112,7 @@ public:
         }
         closed_waiters_.push_back(std::move(done));
     }
-    /// Opens a channel on the lowest free number.
+    /// Opens a channel on the next free number after the last one handed out (from 1).
     void open_channel(channel_handler done);
 
     /// Called once when an open connection closes, for any reason (errc::closed when asked).
@@ -140,6 +140,7 @@ private:
     void on_read(std::error_code ec, std::size_t n);
     void handle_frame(const codec::frame_view& f);
     void handle_connection_method(codec::command&& cmd);
+    static bool is_stray_channel_close(const codec::frame_view& f);
     void protocol_error(std::error_code ec, const std::string& text);
     void close_after_write(std::error_code ec);
     void flush();
@@ -185,6 +186,7 @@ private:
 
     std::map<std::uint16_t, std::shared_ptr<channel_core>> channels_{};
     std::uint16_t channel_max_ = default_channel_max;
+    std::uint16_t last_channel_ = 0; // the number open_channel handed out last
     std::chrono::seconds heartbeat_{0};
     std::chrono::steady_clock::time_point last_read_{};
     std::chrono::steady_clock::time_point last_write_{};

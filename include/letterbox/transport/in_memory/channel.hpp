@@ -40,8 +40,9 @@ public:
     channel() = default;
 
     std::uint64_t id() const noexcept { return state_->id; }
-    /// The channel number on the wire, as a client numbers its channels: the lowest number no
-    /// open channel of the connection has (1 for the first). Reply texts name it.
+    /// The channel number on the wire, as `amqp::transport`'s connection numbers its channels:
+    /// the next number no open channel of the connection has, after the one handed out last
+    /// (1 for the first; a closed number is not reused at once). Reply texts name it.
     std::uint16_t number() const noexcept { return state_->number; }
     bool is_open() const noexcept { return state_ && state_->open; }
     /// Why the channel closed (empty while open).

@@ -338,18 +338,25 @@ LETTERBOX_DECL void connection_core::open_channel(channel_handler done) {
         });
         return;
     }
+    // The next free number after the last one handed out, not the lowest free one: a number
+    // closed a moment ago is not reused at once, so a late frame of its old channel (RabbitMQ
+    // 3.10 can send a second channel.close after a consumer timeout) cannot reach a new one.
     std::uint16_t id = 0;
-    for (std::uint32_t candidate = 1; candidate <= channel_max_; ++candidate)
-        if (!channels_.contains(static_cast<std::uint16_t>(candidate))) {
-            id = static_cast<std::uint16_t>(candidate);
+    for (std::uint32_t k = 1; k <= channel_max_; ++k) {
+        const auto candidate =
+            static_cast<std::uint16_t>((last_channel_ + k - 1) % channel_max_ + 1);
+        if (!channels_.contains(candidate)) {
+            id = candidate;
             break;
         }
+    }
     if (id == 0) {
         boost::asio::post(strand_, [d = std::move(done)]() mutable {
             d(make_error_code(errc::resource_error), nullptr);
         });
         return;
     }
+    last_channel_ = id;
     auto ch = std::make_shared<channel_core>(weak_from_this(), id, ++next_uid_);
     channels_[id] = ch;
     ch->call(codec::channel_open{}, &is_one_of<codec::channel_open_ok>,
@@ -481,6 +488,8 @@ LETTERBOX_DECL void connection_core::handle_frame(const codec::frame_view& f) {
     if (it == channels_.end()) {
         if (state_ == state::closing)
             return; // channels are gone once we asked to close
+        if (is_stray_channel_close(f))
+            return;
         return protocol_error(make_error_code(errc::channel_error),
                               "letterbox: frame for channel " + std::to_string(f.channel) +
                                   ", which is not open");
@@ -495,6 +504,21 @@ LETTERBOX_DECL void connection_core::handle_frame(const codec::frame_view& f) {
     else if (cmd && (std::holds_alternative<codec::channel_close>(cmd->method) ||
                      std::holds_alternative<codec::channel_close_ok>(cmd->method)))
         ch->handle(std::move(*cmd));
+}
+
+LETTERBOX_DECL bool connection_core::is_stray_channel_close(const codec::frame_view& f) {
+    // A channel.close (20, 40) or channel.close-ok (20, 41) for a channel that is no longer
+    // open: what is left of a close already done, which RabbitMQ 3.10 can send twice (a channel
+    // that times a delivery out on two ticks). It carries nothing to act on; anything else on
+    // such a channel is a protocol error.
+    if (f.type != codec::frame_type::method || f.payload.size() < 4)
+        return false;
+    const auto u = [&](std::size_t i) {
+        return static_cast<unsigned char>(f.payload[i]);
+    };
+    const unsigned class_id = u(0) << 8 | u(1);
+    const unsigned method_id = u(2) << 8 | u(3);
+    return class_id == 20 && (method_id == 40 || method_id == 41);
 }
 
 LETTERBOX_DECL void connection_core::handle_connection_method(codec::command&& cmd) {

@@ -53,8 +53,8 @@ struct unacked_entry {
 
 struct channel_state {
     std::uint64_t id = 0;
-    // The channel number on the wire, as a client numbers its channels: the lowest one not in
-    // use on the connection. It appears in the consumer timeout's reply text.
+    // The channel number on the wire, as amqp::transport's connection numbers its channels (the
+    // next free one after the last handed out). It appears in the consumer timeout's reply text.
     std::uint16_t number = 0;
     std::weak_ptr<channel_state> self;
     // Valid while the channel is open. A closed channel's handle may outlive its connection (a
@@ -98,6 +98,7 @@ struct connection_state {
     bool open = true;
     close_reason reason;
     std::vector<std::shared_ptr<channel_state>> channels;
+    std::uint16_t last_number = 0; // the channel number handed out last
     close_handler on_close;
 };
 

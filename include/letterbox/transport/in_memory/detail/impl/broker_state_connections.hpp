@@ -34,16 +34,22 @@ LETTERBOX_DECL std::shared_ptr<channel_state> broker_state::open_channel(connect
         ch->connection_closed = true;
         ch->reason = c.reason;
     } else {
-        // The lowest number no open channel of the connection has, as clients number them.
+        // Numbered as amqp::transport's connection numbers its channels: the next number no
+        // open channel of the connection has, after the one handed out last, wrapping at
+        // RabbitMQ 3.10's channel_max (2047). A number is not reused at once.
+        constexpr std::uint32_t channel_max = 2047;
         std::vector<std::uint16_t> used;
         for (const auto& other : c.channels)
             if (other->open)
                 used.push_back(other->number);
-        std::sort(used.begin(), used.end());
-        ch->number = 1;
-        for (auto n : used)
-            if (n == ch->number)
-                ++ch->number;
+        for (std::uint32_t k = 1; k <= channel_max; ++k) {
+            const auto n = static_cast<std::uint16_t>((c.last_number + k - 1) % channel_max + 1);
+            if (std::find(used.begin(), used.end(), n) == used.end()) {
+                ch->number = n;
+                break;
+            }
+        }
+        c.last_number = ch->number;
         // The consumer timeout is read at channel open, as RabbitMQ reads it (§2.18).
         if (const auto& timeout = profile_.consumer_timeout) {
             ch->consumer_timeout_ms = std::max<std::int64_t>(timeout->count(), 1);
