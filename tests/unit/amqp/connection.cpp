@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -166,75 +167,66 @@ TEST_CASE("connection: a silent server is declared dead after two heartbeat inte
     CHECK(elapsed < 5s);
 }
 
+namespace {
+/// How an open connection ended after the server, once the handshake was done, ran `script`
+/// and then read the client's next method.
+struct scripted_end {
+    bool handshook = false;
+    std::optional<std::error_code> closed{};
+    std::optional<codec::method> reply{};
+};
+
+scripted_end after_script(const std::function<void(scripted_server&)>& script) {
+    scripted_server server;
+    scripted_end end;
+    std::jthread server_thread([&] {
+        end.handshook = server.handshake(default_tune());
+        if (!end.handshook)
+            return;
+        script(server);
+        end.reply = server.read_method();
+    });
+    client c;
+    REQUIRE(c.connect(server.port()) == std::error_code{});
+    c.conn.async_wait_closed([&](std::error_code ec) { end.closed = ec; });
+    CHECK(c.run_until([&] { return end.closed.has_value(); }));
+    server_thread.join();
+    REQUIRE(end.handshook);
+    REQUIRE(end.closed.has_value());
+    REQUIRE(end.reply.has_value());
+    return end;
+}
+} // namespace
+
 TEST_CASE("connection: a frame above frame_max closes the connection with frame_error",
           "[amqp][connection]") {
-    scripted_server server;
-    std::optional<bool> handshook;
-    std::optional<codec::method> reply;
-    std::jthread server_thread([&] {
-        handshook = server.handshake(default_tune());
-        if (!*handshook)
-            return;
+    const auto end = after_script([](scripted_server& server) {
         // A method frame header announcing 16 MiB on channel 0, and a few bytes of it.
         std::string frame{"\x01\x00\x00\x01\x00\x00\x00", 7};
         frame.append(64, 'x');
         (void)server.send(frame);
-        reply = server.read_method();
     });
-    client c;
-    REQUIRE(c.connect(server.port()) == std::error_code{});
-    std::optional<std::error_code> closed;
-    c.conn.async_wait_closed([&](std::error_code ec) { closed = ec; });
-    CHECK(c.run_until([&] { return closed.has_value(); }));
-    server_thread.join();
-
-    REQUIRE(handshook.value_or(false));
-    REQUIRE(closed.has_value());
-    CHECK(*closed == letterbox::errc::frame_error);
-    REQUIRE(reply.has_value());
-    REQUIRE(std::holds_alternative<codec::connection_close>(*reply));
-    CHECK(std::get<codec::connection_close>(*reply).reply_code == 501);
+    CHECK(*end.closed == letterbox::errc::frame_error);
+    REQUIRE(std::holds_alternative<codec::connection_close>(*end.reply));
+    CHECK(std::get<codec::connection_close>(*end.reply).reply_code == 501);
 }
 
 TEST_CASE("connection: a connection.close from the server is surfaced with its reply code",
           "[amqp][connection]") {
-    scripted_server server;
-    std::optional<bool> handshook;
-    std::optional<codec::method> reply;
-    std::jthread server_thread([&] {
-        handshook = server.handshake(default_tune());
-        if (!*handshook)
-            return;
+    const auto end = after_script([](scripted_server& server) {
         (void)server.send_method(codec::connection_close{
             320, "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'", 0,
             0});
-        reply = server.read_method();
     });
-    client c;
-    REQUIRE(c.connect(server.port()) == std::error_code{});
-    std::optional<std::error_code> closed;
-    c.conn.async_wait_closed([&](std::error_code ec) { closed = ec; });
-    CHECK(c.run_until([&] { return closed.has_value(); }));
-    server_thread.join();
-
-    REQUIRE(handshook.value_or(false));
-    REQUIRE(closed.has_value());
-    CHECK(*closed == letterbox::errc::connection_forced);
-    REQUIRE(reply.has_value());
-    CHECK(std::holds_alternative<codec::connection_close_ok>(*reply));
+    CHECK(*end.closed == letterbox::errc::connection_forced);
+    CHECK(std::holds_alternative<codec::connection_close_ok>(*end.reply));
 }
 
 TEST_CASE("connection: a late channel.close for a channel no longer open is ignored",
           "[amqp][connection]") {
     // RabbitMQ 3.10 can close a channel twice after a consumer timeout (docs/in-memory-
     // transport.md section 4): the second close, and a stray close-ok, leave the connection up.
-    scripted_server server;
-    std::optional<bool> handshook;
-    std::optional<codec::method> reply;
-    std::jthread server_thread([&] {
-        handshook = server.handshake(default_tune());
-        if (!*handshook)
-            return;
+    const auto end = after_script([](scripted_server& server) {
         (void)server.send_method(
             codec::channel_close{406,
                                  "PRECONDITION_FAILED - delivery acknowledgement on channel 7 "
@@ -243,21 +235,10 @@ TEST_CASE("connection: a late channel.close for a channel no longer open is igno
             7);
         (void)server.send_method(codec::channel_close_ok{}, 8);
         (void)server.send_method(codec::connection_close{320, "CONNECTION_FORCED - bye", 0, 0});
-        reply = server.read_method();
     });
-    client c;
-    REQUIRE(c.connect(server.port()) == std::error_code{});
-    std::optional<std::error_code> closed;
-    c.conn.async_wait_closed([&](std::error_code ec) { closed = ec; });
-    CHECK(c.run_until([&] { return closed.has_value(); }));
-    server_thread.join();
-
-    REQUIRE(handshook.value_or(false));
-    REQUIRE(closed.has_value());
     // The connection lived until the server closed it: the stray frames were not an error.
-    CHECK(*closed == letterbox::errc::connection_forced);
-    REQUIRE(reply.has_value());
-    CHECK(std::holds_alternative<codec::connection_close_ok>(*reply));
+    CHECK(*end.closed == letterbox::errc::connection_forced);
+    CHECK(std::holds_alternative<codec::connection_close_ok>(*end.reply));
 }
 
 TEST_CASE("connection: amqps to a server that does not speak TLS fails the connect with an "
