@@ -22,11 +22,22 @@
 // ratio groups / ceiling, and the scaling from concurrency 1 to 8 and 32, which issue 20 asks to
 // be at least 6x from 1 to 8.
 //
-// Usage: bench_message_groups [--keys K] [--per-key N] [--repeat R]
+// With `--url amqp://...` (or LETTERBOX_AMQP_URL) it measures on that RabbitMQ instead, across
+// four partitions (`topology::group_partitions`: a consistent-hash exchange and four
+// single-active-consumer quorum queues), one consumer per partition with groups at a concurrency
+// of 8 each (prefetch 16), 100 keys x `--per-key` messages (default 100 there: the filling is
+// confirmed publishes). The baseline, in the same run and on the same partitions: four consumers
+// without groups at the same prefetch, whose handlers run with no order at all. The ratio is the
+// cost of keeping the order per key.
+//
+// Usage: bench_message_groups [--keys K] [--per-key N] [--repeat R] [--url amqp://...]
+#include <letterbox/amqp.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/group_key.hpp>
 #include <letterbox/headers.hpp>
+#include <letterbox/topology/group_partitions.hpp>
 #include <letterbox/topology/queue.hpp>
+#include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory.hpp>
 
 #include "../report.hpp"
@@ -51,6 +62,8 @@
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include <unistd.h>
 
 namespace asio = boost::asio;
 namespace lb = letterbox;
@@ -155,18 +168,120 @@ double run_ceiling(const workload& w, std::size_t concurrency) {
     return static_cast<double>(done) / took.count();
 }
 
+// ---- on RabbitMQ: four consistent-hash partitions ----------------------------------------------
+
+// One run on the broker: fills the four partitions of a fresh layout (not timed), then consumes
+// them with four consumers, with groups or without; messages per second of wall time.
+double run_partitions(const lb::amqp::url& url, const workload& w, bool groups, int round) {
+    asio::io_context io;
+    auto work = asio::make_work_guard(io);
+    lb::amqp::transport transport(io.get_executor(), url);
+    const lb::topology::group_partitions layout{
+        .name = "letterbox.bench.groups." + std::to_string(::getpid()) + "." +
+                std::to_string(round) + (groups ? ".g" : ".p"),
+        .partitions = 4,
+        .expires = std::chrono::minutes(1)}; // the broker forgets them a minute after the run
+    await(io,
+          [&](auto h) { lb::topology::async_declare_all(transport, layout.declarations(), h); });
+    {
+        lb::message_id_generator ids(1);
+        std::size_t confirmed = 0;
+        for (std::size_t i = 0; i < w.total(); ++i) {
+            lb::message m;
+            m.id = ids();
+            m.exchange = layout.name;
+            m.body = "order";
+            m.headers.set(lb::headers::group, "k" + std::to_string(i % w.keys));
+            transport.async_publish(std::move(m), [&](std::error_code ec) {
+                if (ec)
+                    throw std::system_error(ec);
+                ++confirmed;
+            });
+        }
+        run_until(io, [&] { return confirmed == w.total(); });
+    }
+    auto handle = [](const lb::message&) -> asio::awaitable<void> {
+        asio::steady_timer t(co_await asio::this_coro::executor, handler_cost);
+        co_await t.async_wait(asio::use_awaitable);
+    };
+    using consumer_type = decltype(lb::consumer(transport, handle, lb::consumer_options{}));
+    std::vector<consumer_type> consumers;
+    consumers.reserve(layout.partitions);
+    std::size_t started = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint32_t i = 0; i < layout.partitions; ++i) {
+        lb::consumer_options o;
+        o.consume.queue = layout.partition_name(i);
+        o.consume.prefetch = 16;
+        if (groups) {
+            o.groups.key = lb::group_key::standard{};
+            o.groups.concurrency = 8;
+        }
+        consumers.emplace_back(transport, handle, o);
+        consumers.back().async_start([&](std::error_code ec, const std::string&) {
+            if (ec)
+                throw std::system_error(ec);
+            ++started;
+        });
+    }
+    auto acked = [&] {
+        std::uint64_t n = 0;
+        for (const auto& c : consumers)
+            n += c.stats().acked;
+        return n;
+    };
+    run_until(io, [&] { return started == layout.partitions && acked() == w.total(); });
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    return static_cast<double>(w.total()) / took.count();
+}
+
+int run_on_broker(const std::string& url_text, workload w, int repeat) {
+    const auto url = lb::amqp::parse_url(url_text);
+    std::printf("bench_message_groups on RabbitMQ (%s): %zu keys x %zu messages over 4 "
+                "consistent-hash partitions, handler waits %lld us, median of %d rounds\n",
+                url.redacted().c_str(), w.keys, w.per_key,
+                static_cast<long long>(handler_cost.count()), repeat);
+    const bench::machine_load load;
+    bench::rounds grouped, plain;
+    for (int i = 0; i < repeat; ++i) {
+        grouped.add(run_partitions(url, w, true, i));
+        plain.add(run_partitions(url, w, false, i));
+    }
+    std::printf("\n%-34s %12s %6s\n", "4 partitions, 4 consumers", "msg/s", "spread");
+    std::printf("%-34s %12.0f %6s\n", "groups, concurrency 8 each", grouped.mid(),
+                grouped.spread().c_str());
+    std::printf("%-34s %12.0f %6s\n", "no groups (baseline), prefetch 16", plain.mid(),
+                plain.spread().c_str());
+    std::printf("\nratio groups / no groups: %.3fx (the cost of the order per key)\n",
+                grouped.mid() / plain.mid());
+    load.end();
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     workload w;
     int repeat = 3;
+    std::string url;
+    if (const char* env = std::getenv("LETTERBOX_AMQP_URL"))
+        url = env;
+    bool per_key_given = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (std::strcmp(argv[i], "--keys") == 0)
             w.keys = std::max<std::size_t>(1, std::strtoull(argv[i + 1], nullptr, 10));
-        else if (std::strcmp(argv[i], "--per-key") == 0)
+        else if (std::strcmp(argv[i], "--per-key") == 0) {
             w.per_key = std::max<std::size_t>(1, std::strtoull(argv[i + 1], nullptr, 10));
-        else if (std::strcmp(argv[i], "--repeat") == 0)
+            per_key_given = true;
+        } else if (std::strcmp(argv[i], "--repeat") == 0)
             repeat = std::max(1, std::atoi(argv[i + 1]));
+        else if (std::strcmp(argv[i], "--url") == 0)
+            url = argv[i + 1];
+    }
+    if (!url.empty()) {
+        if (!per_key_given)
+            w.per_key = 100;
+        return run_on_broker(url, w, repeat);
     }
     const bench::machine_load load;
     std::printf("bench_message_groups: %zu keys x %zu messages, handler waits %lld us, median of "
