@@ -40,6 +40,8 @@ not_vocabulary=(
     clock.hpp                      # umbrella: the clock concept and its models
     consumer.hpp                   # the consumer, a layer
     receive_endpoint.hpp           # the consumer with its layers, a layer
+    request_client.hpp             # the request client, over a transport: a layer
+    responder.hpp                  # the responder, a handler over a transport: a layer
     steady_clock.hpp               # a model of `clock`
     virtual_clock.hpp              # a model of `clock`
     in_memory_unit_of_work.hpp     # a model of `unit_of_work`
