@@ -250,6 +250,23 @@ TEST_CASE("request_client: requests before the start, or after the stop, are ref
     CHECK(late == errc::closed);
 }
 
+TEST_CASE("request_client: a stop during the start leaves no reply consumer behind",
+          "[request_reply]") {
+    sim_world w;
+    client_type client(w.transport, w.clock,
+                       {.route = letterbox::reply_route::reply_queue, .reply_queue = "replies"});
+    std::optional<std::error_code> started, stopped;
+    client.async_start([&](std::error_code ec) { started = ec; });
+    // Stopped once the reply queue is declared, while its consumer is being made.
+    REQUIRE(w.drive_until([&] { return w.broker.queue("replies").has_value(); }));
+    client.async_stop([&](std::error_code ec) { stopped = ec; });
+    REQUIRE(w.drive_until([&] { return started.has_value() && stopped.has_value(); }));
+    CHECK(*started == errc::closed);
+    CHECK_FALSE(*stopped);
+    // The consumer that the start made was cancelled, so the auto-delete queue went with it.
+    REQUIRE(w.drive_until([&] { return !w.broker.queue("replies"); }));
+}
+
 TEST_CASE("responder: a request without reply_to is refused as a permanent failure",
           "[request_reply]") {
     sim_world w;

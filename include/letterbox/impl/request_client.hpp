@@ -109,6 +109,11 @@ struct request_client<Transport, Clock>::state : std::enable_shared_from_this<st
                     auto s = weak.lock();
                     if (!s)
                         return done(make_error_code(errc::closed));
+                    if (!ec && s->phase == lifecycle::stopped) {
+                        // Stopped while it subscribed: the consumer must not outlive the client.
+                        s->transport->async_cancel(tag, [](error_code) {});
+                        return done(make_error_code(errc::closed));
+                    }
                     if (!ec) {
                         s->consumer_tag = std::move(tag);
                         s->address = direct ? std::string(topology::direct_reply_to) : s->queue;
