@@ -59,6 +59,8 @@ enum class errc {
     record_not_found,        ///< no row with this id
     transaction_closed,      ///< the unit of work was already committed or rolled back
     invalid_state,           ///< the record's status does not allow the operation
+    concurrency_conflict,    ///< the record changed since it was read (optimistic concurrency):
+                             ///< nothing was written; read it again and retry
 
     // Database errors of a durable store (SQLite today), 400 to 499 (`condition::store_error`).
     // Each leaves the database unchanged: the failed statement or transaction was rolled back
@@ -164,6 +166,8 @@ public:
             return "unit of work already finished";
         case errc::invalid_state:
             return "the record's status does not allow this operation";
+        case errc::concurrency_conflict:
+            return "concurrency conflict: the record changed since it was read";
         case errc::store_not_a_database:
             return "the store's file is not a database";
         case errc::store_corrupt:

@@ -20,6 +20,7 @@
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/concepts/retry_policy.hpp>
+#include <letterbox/concepts/saga_store.hpp>
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/concepts/unit_of_work.hpp>
 #include <letterbox/config.hpp>
@@ -66,6 +67,8 @@
 #include <letterbox/request_client.hpp>
 #include <letterbox/responder.hpp>
 #include <letterbox/retry.hpp>
+#include <letterbox/saga/in_memory_saga_store.hpp>
+#include <letterbox/saga_instance.hpp>
 #include <letterbox/store_time.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/consistent_hash_arguments.hpp>

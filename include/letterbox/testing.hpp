@@ -2,8 +2,8 @@
 #pragma once
 
 /// The `letterbox::testing` component: conformance suites for the `transport`,
-/// `outbox_store` and `inbox_store` concepts, the archetypes, the seed helpers of randomised
-/// tests, and the history recorder with its invariant checkers. Needs Catch2 2.13 and
+/// `outbox_store`, `inbox_store` and `saga_store` concepts, the archetypes, the seed helpers of
+/// randomised tests, and the history recorder with its invariant checkers. Needs Catch2 2.13 and
 /// RapidCheck; link `letterbox::testing`.
 #include <letterbox/testing/archetypes.hpp>
 #include <letterbox/testing/check_aggregate_order.hpp>
@@ -33,6 +33,7 @@
 #include <letterbox/testing/pipeline_topology.hpp>
 #include <letterbox/testing/rapidcheck.hpp>
 #include <letterbox/testing/run_pipeline.hpp>
+#include <letterbox/testing/saga_store_suite.hpp>
 #include <letterbox/testing/seed.hpp>
 #include <letterbox/testing/simulation.hpp>
 #include <letterbox/testing/temp_directory.hpp>

@@ -5,15 +5,18 @@
 
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>
+#include <letterbox/testing/archetypes/saga_store.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
+#include <letterbox/testing/saga_store_suite.hpp>
 
 #include <cstdint>
 
 namespace lt = letterbox::testing;
 using outbox_archetype = lt::outbox_store_archetype;
 using inbox_archetype = lt::inbox_store_archetype;
+using saga_archetype = lt::saga_store_archetype;
 
 static_assert(letterbox::unit_of_work<lt::unit_of_work_archetype>);
 static_assert(letterbox::outbox_store<outbox_archetype>);
@@ -21,9 +24,11 @@ static_assert(letterbox::outbox_store<outbox_archetype>);
 // so the suite's batch check compiles down to its WARN branch.
 static_assert(!letterbox::outbox_batch_settler<outbox_archetype>);
 static_assert(letterbox::inbox_store<inbox_archetype>);
+static_assert(letterbox::saga_store<saga_archetype>);
 
 template struct letterbox::testing::outbox_store_harness<outbox_archetype>;
 template struct letterbox::testing::inbox_store_harness<inbox_archetype>;
+template struct letterbox::testing::saga_store_harness<saga_archetype>;
 
 // clang-format off
 template void lt::detail::outbox_check_add_is_invisible_until_commit<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
@@ -60,4 +65,21 @@ template void lt::detail::inbox_check_nil_id_is_refused<inbox_archetype>(lt::inb
 template void lt::detail::inbox_check_purge_by_age<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
 template void lt::detail::inbox_check_random_deliveries_record_once<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&, std::uint64_t);
 template void lt::detail::inbox_check_random_deliveries_record_once_seeded<inbox_archetype>(lt::inbox_store_harness<inbox_archetype>&);
+
+template void lt::detail::saga_check_insert_then_find<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_update_writes_next_version<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_stale_update_conflicts<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_taken_keys_conflict<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_one_write_per_unit<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_rollback_leaves_no_trace<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_finished_unit_refuses_writes<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_invalid_instances_refused<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_keys_are_per_saga_type<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_due_timeouts_in_order<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_dropped_timeout_not_due<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_purge_finished<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_overlapping_updates_one_commits<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_concurrent_updates_one_commits<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_concurrent_starts_one_commits<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::saga_check_concurrent_increments_lose_nothing<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
 // clang-format on

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
-// Runs the outbox_store and inbox_store conformance suites against the in-memory models, and
-// shows that the outbox suite fails a deliberately broken store.
+// Runs the outbox_store, inbox_store and saga_store conformance suites against the in-memory
+// models, and shows that the outbox and saga suites fail deliberately broken stores.
 
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
+#include <letterbox/saga/in_memory_saga_store.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
+#include <letterbox/testing/saga_store_suite.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -14,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,6 +57,88 @@ struct in_memory_inbox_fixture {
 };
 using in_memory_inbox_fixtures = std::tuple<in_memory_inbox_fixture>;
 //]
+
+//[in_memory_saga_fixture
+struct in_memory_saga_fixture {
+    struct context {
+        letterbox::in_memory_saga_store store_;
+        letterbox::in_memory_saga_store& store() { return store_; }
+        letterbox::in_memory_unit_of_work begin() { return {}; }
+    };
+    static context make() { return {}; }
+};
+using in_memory_saga_fixtures = std::tuple<in_memory_saga_fixture>;
+//]
+
+/// A deliberately broken saga store, kept to show that the conformance suite fails it: the
+/// defect of NServiceBus#4150, an in-memory saga persister that never raised a concurrency
+/// error. Its update writes over whatever is stored when the unit commits, at the stored
+/// version plus one, without comparing the version the writer read; a test that passes on it
+/// would hide the conflicts production raises. Only what the checks below use does anything.
+class last_writer_wins_saga_store {
+public:
+    using saga_store_concept = letterbox::saga_store_tag;
+    using unit_of_work_type = letterbox::in_memory_unit_of_work;
+
+    std::error_code insert(unit_of_work_type& u, const letterbox::saga_instance& s) {
+        return write(u, s);
+    }
+    std::error_code update(unit_of_work_type& u, const letterbox::saga_instance& s) {
+        return write(u, s);
+    }
+    std::optional<letterbox::saga_instance> find(std::string_view type, std::string_view id,
+                                                 std::error_code& ec) {
+        std::lock_guard lock(core_.mutex);
+        ec.clear();
+        const auto it = instances_.find(std::string(type) + '/' + std::string(id));
+        return it == instances_.end() ? std::nullopt : std::optional(it->second);
+    }
+    std::optional<letterbox::saga_instance> find_by_correlation(std::string_view, std::string_view,
+                                                                std::error_code& ec) {
+        ec.clear();
+        return std::nullopt;
+    }
+    std::size_t size(std::error_code& ec) {
+        std::lock_guard lock(core_.mutex);
+        ec.clear();
+        return instances_.size();
+    }
+    std::vector<letterbox::saga_timeout_due> due_timeouts(letterbox::store_time, std::size_t,
+                                                          std::error_code& ec) {
+        ec.clear();
+        return {};
+    }
+    std::size_t purge_finished(letterbox::store_time, std::error_code& ec) {
+        ec.clear();
+        return 0;
+    }
+
+private:
+    std::error_code write(unit_of_work_type& u, const letterbox::saga_instance& s) {
+        std::lock_guard lock(core_.mutex);
+        const auto key = s.saga_type + '/' + s.id;
+        return u.stage(core_, key + '#' + std::to_string(++writes_), nullptr, [this, key, s] {
+            auto& stored = instances_[key];
+            const auto version = stored.version; // the defect: whatever is there now
+            stored = s;
+            stored.version = version + 1;
+        });
+    }
+
+    letterbox::detail::in_memory_participant core_;
+    std::map<std::string, letterbox::saga_instance> instances_;
+    std::size_t writes_ = 0;
+};
+static_assert(letterbox::saga_store<last_writer_wins_saga_store>);
+
+struct last_writer_wins_saga_fixture {
+    struct context {
+        last_writer_wins_saga_store store_;
+        last_writer_wins_saga_store& store() { return store_; }
+        letterbox::in_memory_unit_of_work begin() { return {}; }
+    };
+    static context make() { return {}; }
+};
 
 /// A deliberately broken outbox store, kept to show that the conformance suite fails it: it
 /// decides whether an event must wait for its aggregate when the event is added, from the rows
@@ -166,6 +251,7 @@ struct head_blind_outbox_fixture {
 
 LETTERBOX_OUTBOX_STORE_SUITE(in_memory_outbox_fixtures)
 LETTERBOX_INBOX_STORE_SUITE(in_memory_inbox_fixtures)
+LETTERBOX_SAGA_STORE_SUITE(in_memory_saga_fixtures)
 
 TEST_CASE("a head-blind outbox store hands out an event added behind its unconfirmed head",
           "[conformance][outbox_store]") {
@@ -200,6 +286,45 @@ TEST_CASE("outbox_store conformance fails a store that claims behind an unconfir
           "[conformance][outbox_store][!shouldfail]") {
     letterbox::testing::detail::run_outbox_store_check<head_blind_outbox_fixture>(
         &letterbox::testing::detail::outbox_check_event_added_behind_unconfirmed_head_waits);
+}
+
+TEST_CASE("a last-writer-wins saga store lets two writers of one version both commit",
+          "[conformance][saga_store]") {
+    last_writer_wins_saga_store store;
+    letterbox::saga_instance s{.saga_type = "order", .id = "s-1", .correlation = "order-1"};
+    {
+        letterbox::in_memory_unit_of_work u;
+        REQUIRE_FALSE(store.insert(u, s));
+        REQUIRE_FALSE(u.commit());
+    }
+    std::error_code ec;
+    const auto read = store.find("order", "s-1", ec);
+    REQUIRE(read);
+    auto a = *read;
+    a.state = "a";
+    auto b = *read;
+    b.state = "b";
+    letterbox::in_memory_unit_of_work ua;
+    letterbox::in_memory_unit_of_work ub;
+    REQUIRE_FALSE(store.update(ua, a));
+    REQUIRE_FALSE(store.update(ub, b));
+    CHECK_FALSE(ua.commit());
+    CHECK_FALSE(ub.commit()); // the defect: the second writer overwrites the first
+    CHECK(store.find("order", "s-1", ec)->state == "b");
+}
+
+// The suite's concurrency checks fail on the broken store (the test passes because they
+// failed); if a check ever stops catching it, its test fails.
+TEST_CASE("saga_store conformance fails a store that never raises a conflict on update",
+          "[conformance][saga_store][!shouldfail]") {
+    letterbox::testing::detail::run_saga_store_check<last_writer_wins_saga_fixture>(
+        &letterbox::testing::detail::saga_check_concurrent_updates_one_commits);
+}
+
+TEST_CASE("saga_store conformance fails a store whose stale updates overwrite",
+          "[conformance][saga_store][!shouldfail]") {
+    letterbox::testing::detail::run_saga_store_check<last_writer_wins_saga_fixture>(
+        &letterbox::testing::detail::saga_check_stale_update_conflicts);
 }
 
 } // namespace conformance_in_memory_stores

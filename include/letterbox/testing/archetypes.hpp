@@ -9,5 +9,6 @@
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>
 #include <letterbox/testing/archetypes/retry_policy.hpp>
+#include <letterbox/testing/archetypes/saga_store.hpp>
 #include <letterbox/testing/archetypes/transport.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
