@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSL-1.0
-// Runs the outbox_store and inbox_store conformance suites against the SQLite models, each
-// check on a new database file in a fresh temporary directory.
+// Runs the outbox_store, inbox_store and saga_store conformance suites against the SQLite models,
+// each check on a new database file in a fresh temporary directory.
 
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/inbox_store.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
+#include <letterbox/sqlite/saga_store.hpp>
 #include <letterbox/sqlite/unit_of_work.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
+#include <letterbox/testing/saga_store_suite.hpp>
 
 #include "support/temp_directory.hpp"
 
@@ -21,6 +23,7 @@ namespace {
 
 using letterbox::testing::inbox_store_features;
 using letterbox::testing::outbox_store_features;
+using letterbox::testing::saga_store_features;
 
 using test_support::temp_directory;
 
@@ -67,9 +70,24 @@ struct sqlite_inbox_fixture {
 using sqlite_inbox_fixtures = std::tuple<sqlite_inbox_fixture>;
 //]
 
+struct sqlite_saga_fixture {
+    static constexpr saga_store_features features{.overlapping_units_of_work = false};
+
+    struct context {
+        std::unique_ptr<sqlite_world<letterbox::sqlite::saga_store>> world;
+        letterbox::sqlite::saga_store& store() { return world->store; }
+        letterbox::sqlite::unit_of_work begin() { return world->db.begin(); }
+    };
+    static context make() {
+        return {std::make_unique<sqlite_world<letterbox::sqlite::saga_store>>()};
+    }
+};
+using sqlite_saga_fixtures = std::tuple<sqlite_saga_fixture>;
+
 } // namespace
 
 LETTERBOX_OUTBOX_STORE_SUITE(sqlite_outbox_fixtures)
 LETTERBOX_INBOX_STORE_SUITE(sqlite_inbox_fixtures)
+LETTERBOX_SAGA_STORE_SUITE(sqlite_saga_fixtures)
 
 } // namespace conformance_sqlite_stores

@@ -30,7 +30,14 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 ///
 /// Version 2 moves the outbox's delivery state out of the event rows, into narrow tables
 /// (`letterbox_outbox_unpublished`, `_lane`, `_published`). Version 3 stores the inbox's
-/// `message_id` as the id's 16 bytes (a BLOB) instead of its 36 characters of text.
+/// `message_id` as the id's 16 bytes (a BLOB) instead of its 36 characters of text. Version 4
+/// adds the saga instances of `saga_store`:
+///
+///     letterbox_saga          (saga_type, id) PRIMARY KEY, correlation (UNIQUE within its
+///                             saga_type), state, version, data (JSON text), finished (0 or 1),
+///                             updated_at
+///     letterbox_saga_timeout  (saga_type, id, name) PRIMARY KEY, due_at (indexed); deleting
+///                             an instance deletes its timeouts (a trigger)
 ///
 /// Times are INTEGER microseconds since the Unix epoch (UTC). `headers` and `properties` are
 /// a compact, lossless, versioned binary encoding (every AMQP field type, nested tables, exact

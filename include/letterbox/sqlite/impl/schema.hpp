@@ -249,6 +249,45 @@ DROP TABLE letterbox_inbox; -- with its index
 ALTER TABLE letterbox_inbox_v3 RENAME TO letterbox_inbox;
 CREATE INDEX letterbox_inbox_recorded_at ON letterbox_inbox (recorded_at);
 )sql"},
+        {4, "saga instances and their timeouts",
+         // One row per instance, keyed within its saga type by id and, uniquely, by
+         // correlation: the keys decide which of two inserts wins, and `version` which of two
+         // updates. The timeouts are rows of their own, so `due_timeouts` is one index range;
+         // each write of an instance replaces them, and deleting the instance deletes them.
+         R"sql(
+CREATE TABLE letterbox_saga (
+    saga_type   TEXT    NOT NULL,
+    id          TEXT    NOT NULL,
+    correlation TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    version     INTEGER NOT NULL CHECK (version >= 1),
+    data        TEXT    NOT NULL,
+    finished    INTEGER NOT NULL CHECK (finished IN (0, 1)),
+    updated_at  INTEGER NOT NULL,
+    PRIMARY KEY (saga_type, id),
+    UNIQUE (saga_type, correlation)
+) WITHOUT ROWID;
+-- purge_finished.
+CREATE INDEX letterbox_saga_finished_updated_at ON letterbox_saga (updated_at) WHERE finished = 1;
+
+CREATE TABLE letterbox_saga_timeout (
+    saga_type TEXT    NOT NULL,
+    id        TEXT    NOT NULL,
+    name      TEXT    NOT NULL,
+    due_at    INTEGER NOT NULL,
+    PRIMARY KEY (saga_type, id, name)
+) WITHOUT ROWID;
+-- due_timeouts.
+CREATE INDEX letterbox_saga_timeout_due_at ON letterbox_saga_timeout (due_at);
+
+-- An instance deleted (purge_finished, or an operator's DELETE) takes its timeouts with it.
+CREATE TRIGGER letterbox_saga_deleted
+AFTER DELETE ON letterbox_saga
+FOR EACH ROW
+BEGIN
+    DELETE FROM letterbox_saga_timeout WHERE saga_type = OLD.saga_type AND id = OLD.id;
+END;
+)sql"},
     };
     return steps;
 }
