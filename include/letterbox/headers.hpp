@@ -48,6 +48,15 @@ inline constexpr std::string_view group = "x-letterbox-group";
 /// The deduplication id a producer chose (a longstr); without it, the message id is the one.
 /// `idempotency_key::by_dedup_id` reads it.
 inline constexpr std::string_view dedup_id = "x-letterbox-dedup-id";
+/// A saga's command and the reply to it (longstrs, docs/sagas.md): the saga's type and
+/// instance id, the step, the phase (`invoke` or `compensate`); on the reply, the outcome
+/// (`success` or `failure`) and, for a failure, its reason.
+inline constexpr std::string_view saga_type = "x-letterbox-saga-type";
+inline constexpr std::string_view saga_id = "x-letterbox-saga-id";
+inline constexpr std::string_view saga_step = "x-letterbox-saga-step";
+inline constexpr std::string_view saga_phase = "x-letterbox-saga-phase";
+inline constexpr std::string_view saga_outcome = "x-letterbox-saga-outcome";
+inline constexpr std::string_view saga_reason = "x-letterbox-saga-reason";
 
 // --- RabbitMQ's headers -----------------------------------------------------------------
 
