@@ -68,6 +68,9 @@
 #include <letterbox/responder.hpp>
 #include <letterbox/retry.hpp>
 #include <letterbox/saga/in_memory_saga_store.hpp>
+#include <letterbox/saga/saga_command.hpp>
+#include <letterbox/saga/saga_orchestrator.hpp>
+#include <letterbox/saga/saga_reply.hpp>
 #include <letterbox/saga_instance.hpp>
 #include <letterbox/store_time.hpp>
 #include <letterbox/topology/binding.hpp>

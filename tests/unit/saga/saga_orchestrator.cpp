@@ -26,10 +26,11 @@
 
 namespace unit_saga_saga_orchestrator {
 
-namespace {
-
 using namespace std::chrono_literals;
 namespace lb = letterbox;
+
+// The saga's data and its commands: outside the anonymous namespace, since nlohmann's macros
+// define functions that a command type may not use.
 
 struct order {
     int id = 0;
@@ -62,6 +63,8 @@ struct ship_order {
     int order_id = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ship_order, order_id)
+
+namespace {
 
 /// reserve-stock (undone by release-stock) → charge-payment (undone by refund-payment) →
 /// ship-order (nothing to undo), each step with `timeout`.
