@@ -137,17 +137,7 @@ public:
 
     /// How many records the store holds.
     std::size_t size(std::error_code& ec) {
-        return detail::run_for_result<std::size_t>(
-            db_.get(), ec, [](connection& c, std::size_t& n) -> std::error_code {
-                std::error_code e;
-                auto st = c.prepare("SELECT count(*) FROM letterbox_inbox", e);
-                if (e)
-                    return e;
-                if (!st->step(e))
-                    return e ? e : make_error_code(errc::store_error);
-                n = static_cast<std::size_t>(st->column_int64(0));
-                return {};
-            });
+        return detail::count_rows(db_.get(), "SELECT count(*) FROM letterbox_inbox", ec);
     }
 
 private:

@@ -125,6 +125,12 @@ private:
     std::optional<saga_instance> find_where(std::string_view sql, std::string_view type,
                                             std::string_view key, std::error_code& ec);
 
+    /// The end of `insert` or `update`, whose statement ran with `ec`: no row changed is
+    /// `errc::concurrency_conflict` (nothing written, the unit usable); otherwise the
+    /// instance's timeouts are replaced. A database error fails the unit.
+    [[nodiscard]] static std::error_code
+    settle_write(unit_of_work& uow, const saga_instance& instance, std::error_code ec);
+
     /// Deletes the stored timeouts of `instance` and inserts its own, on `c`.
     [[nodiscard]] static std::error_code replace_timeouts(connection& c,
                                                           const saga_instance& instance);

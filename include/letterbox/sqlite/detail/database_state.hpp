@@ -378,4 +378,21 @@ inline std::size_t count_changes_at(database_state* db, std::string_view sql, st
                                        });
 }
 
+/// Runs `sql`, a query of one integer (`SELECT count(*) FROM ...`), in its own operation of
+/// `db`, and returns that integer: the shape of every store's `size`. `errc::closed` without a
+/// database; 0 on failure.
+inline std::size_t count_rows(database_state* db, std::string_view sql, std::error_code& ec) {
+    return run_for_result<std::size_t>(db, ec,
+                                       [&](connection& c, std::size_t& n) -> std::error_code {
+                                           std::error_code e;
+                                           auto st = c.prepare(sql, e);
+                                           if (e)
+                                               return e;
+                                           if (!st->step(e))
+                                               return e ? e : make_error_code(errc::store_error);
+                                           n = static_cast<std::size_t>(st->column_int64(0));
+                                           return {};
+                                       });
+}
+
 } // namespace letterbox::sqlite::detail

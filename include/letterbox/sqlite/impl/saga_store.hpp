@@ -97,17 +97,10 @@ LETTERBOX_DECL std::error_code saga_store::insert(unit_of_work& uow,
         if (!ec)
             ec = st->execute();
     } // the statement is reset before anything else runs on the connection
-    if (!ec) {
-        // The keys (saga_type, id) and (saga_type, correlation) decide, whether the instance
-        // that holds them is committed or staged in this unit: a taken key inserts nothing,
-        // and only this statement did nothing, so the unit stays usable.
-        if (conn.changes() == 0)
-            return errc::concurrency_conflict;
-        ec = replace_timeouts(conn, instance);
-    }
-    if (ec)
-        uow.fail(ec);
-    return ec;
+    // The keys (saga_type, id) and (saga_type, correlation) decide, whether the instance that
+    // holds them is committed or staged in this unit: a taken key inserts nothing, and only this
+    // statement did nothing, so the unit stays usable.
+    return settle_write(uow, instance, ec);
 }
 
 LETTERBOX_DECL std::error_code saga_store::update(unit_of_work& uow,
@@ -128,13 +121,18 @@ LETTERBOX_DECL std::error_code saga_store::update(unit_of_work& uow,
         if (!ec)
             ec = st->execute();
     }
+    // The unit holds the write lock, so the version this statement compared is the one the
+    // commit keeps: no other unit can move it on in between. Not at the version the caller read
+    // (or absent): nothing was written, and the unit stays usable.
+    return settle_write(uow, instance, ec);
+}
+
+LETTERBOX_DECL std::error_code
+saga_store::settle_write(unit_of_work& uow, const saga_instance& instance, std::error_code ec) {
     if (!ec) {
-        // The unit holds the write lock, so the version this statement compared is the one the
-        // commit keeps: no other unit can move it on in between. Not at the version the caller
-        // read (or absent): nothing was written, and the unit stays usable.
-        if (conn.changes() == 0)
+        if (uow.connection().changes() == 0)
             return errc::concurrency_conflict;
-        ec = replace_timeouts(conn, instance);
+        ec = replace_timeouts(uow.connection(), instance);
     }
     if (ec)
         uow.fail(ec);
@@ -204,17 +202,7 @@ LETTERBOX_DECL std::optional<saga_instance> saga_store::find_where(std::string_v
 }
 
 LETTERBOX_DECL std::size_t saga_store::size(std::error_code& ec) {
-    return detail::run_for_result<std::size_t>(
-        db_.get(), ec, [](connection& c, std::size_t& n) -> std::error_code {
-            std::error_code e;
-            auto st = c.prepare("SELECT count(*) FROM letterbox_saga", e);
-            if (e)
-                return e;
-            if (!st->step(e))
-                return e ? e : make_error_code(errc::store_error);
-            n = static_cast<std::size_t>(st->column_int64(0));
-            return {};
-        });
+    return detail::count_rows(db_.get(), "SELECT count(*) FROM letterbox_saga", ec);
 }
 
 LETTERBOX_DECL std::vector<saga_timeout_due>
