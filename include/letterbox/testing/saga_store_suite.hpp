@@ -25,7 +25,6 @@ struct saga_store_harness : detail::store_harness<Store, saga_store_features> {}
 } // namespace letterbox::testing
 
 #include <letterbox/testing/detail/saga_store_checks.hpp>
-#include <letterbox/testing/detail/saga_store_concurrency_checks.hpp>
 #include <letterbox/testing/detail/store_suite_case.hpp>
 
 /// Expands the `saga_store` conformance suite: one Catch2 `TEMPLATE_LIST_TEST_CASE` per check,

@@ -4,7 +4,7 @@
 // The checks of the saga_store conformance suite that run on one thread, one function template
 // each, so that tests/archetypes can instantiate them with `saga_store_archetype`. Included by
 // letterbox/testing/saga_store_suite.hpp; the concurrent checks are in
-// saga_store_concurrency_checks.hpp.
+// saga_store_concurrency_checks.hpp, included at the end (they use the helpers here).
 
 #include <letterbox/concepts/saga_store.hpp>
 #include <letterbox/config.hpp>
@@ -413,3 +413,5 @@ void saga_check_purge_finished(saga_store_harness<Store>& h) {
 }
 
 } // namespace letterbox::testing::detail
+
+#include <letterbox/testing/detail/saga_store_concurrency_checks.hpp>
