@@ -52,6 +52,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 using namespace letterbox;
 using namespace std::chrono_literals;
@@ -224,6 +225,14 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
     relay_options options;
     options.store_executor = store_thread.get_executor();
     options.poll_interval = 200ms;
+    //[history
+    // What every relay published and the broker confirmed: the history a trace is read from.
+    std::vector<message> history;
+    options.on_event = [&history](const relay_event& e) {
+        if (e.what == relay_event::kind::confirmed)
+            history.push_back(e.record.msg);
+    };
+    //]
     message_id_generator ids;
 
     service<Transport> orders(dir / "orders.db",
@@ -380,6 +389,35 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
     std::printf("2. an order whose payment is declined\n");
     place(2, "lamp");
     check(outcome(2) == "failed/000", "order 2 fails: released, not charged, not confirmed");
+    //[causal_tree
+    // How did order 2 fail? Every message of its saga carries the conversation it belongs to and
+    // the message that caused it (`caused_by`): its causal tree, from what the relays published.
+    std::error_code ec;
+    const auto conversation = orchestrator.find("2", ec)->conversation_id;
+    const auto label = [](const message& m) {
+        const auto outcome = m.headers.get<std::string>(headers::saga_outcome);
+        const auto reason = m.headers.get<std::string>(headers::saga_reason);
+        return m.type + (outcome ? ": " + *outcome : "") + (reason ? " (" + *reason + ")" : "");
+    };
+    const auto tree_now = [&] {
+        return to_text(causal_tree(history, conversation), label);
+    };
+    //]
+    const std::string expected = "reserve-stock\n"
+                                 "  reserve-stock.reply: success\n"
+                                 "    charge-payment\n"
+                                 "      charge-payment.reply: failure (card declined)\n"
+                                 "        release-stock\n"
+                                 "          release-stock.reply: success\n";
+    std::string tree;
+    // The last reply's confirm may come after the orchestrator consumed it: wait for it.
+    run_until(io, deadline, [&] { return (tree = tree_now()) == expected; });
+    std::printf("  its causal tree:\n");
+    for (std::size_t at = 0, end; at < tree.size(); at = end + 1) {
+        end = tree.find('\n', at);
+        std::printf("    %s\n", tree.substr(at, end - at).c_str());
+    }
+    check(tree == expected, "order 2's causal tree");
 
     std::printf("3. an order whose orchestrator dies in the middle of a step\n");
     crash_armed = true;
@@ -473,6 +511,13 @@ int main(int argc, char** argv) {
 //   2. an order whose payment is declined
 //   order 2: failed: step 'charge-payment' failed: card declined
 //   stock reserved: 0, payment charged: 0, order confirmed: 0
+//   its causal tree:
+//   ^    reserve-stock$
+//   ^      reserve-stock.reply: success$
+//   ^        charge-payment$
+//   ^          charge-payment.reply: failure \(card declined\)$
+//   ^            release-stock$
+//   ^              release-stock.reply: success$
 //   3. an order whose orchestrator dies in the middle of a step
 //   order 3: completed
 //   stock reserved: 1, payment charged: 1, order confirmed: 1

@@ -48,6 +48,15 @@ inline constexpr std::string_view group = "x-letterbox-group";
 /// The deduplication id a producer chose (a longstr); without it, the message id is the one.
 /// `idempotency_key::by_dedup_id` reads it.
 inline constexpr std::string_view dedup_id = "x-letterbox-dedup-id";
+/// The message that caused this one (its id's text), and the conversation it belongs to (the
+/// id of the message that began it, or what the first one carried): `caused_by` sets both
+/// (docs/tracing.md). The conversation is letterbox's own header, not the AMQP
+/// `correlation_id`, which request/reply and sagas use to match a reply to its request.
+inline constexpr std::string_view causation_id = "x-letterbox-causation-id";
+inline constexpr std::string_view conversation_id = "x-letterbox-conversation-id";
+/// W3C Trace Context, as OpenTelemetry's messaging instrumentations carry it in AMQP headers.
+inline constexpr std::string_view traceparent = "traceparent";
+inline constexpr std::string_view tracestate = "tracestate";
 /// A saga's command and the reply to it (longstrs, docs/sagas.md): the saga's type and
 /// instance id, the step, the phase (`invoke` or `compensate`); on the reply, the outcome
 /// (`success` or `failure`) and, for a failure, its reason.

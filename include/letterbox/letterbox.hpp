@@ -10,6 +10,8 @@
 #include <letterbox/backoff/immediate.hpp>
 #include <letterbox/backoff/jitter.hpp>
 #include <letterbox/backoff/none.hpp>
+#include <letterbox/causal_tree.hpp>
+#include <letterbox/caused_by.hpp>
 #include <letterbox/clock.hpp>
 #include <letterbox/commit_group.hpp>
 #include <letterbox/concepts/async_delivery_handler.hpp>
@@ -83,6 +85,7 @@
 #include <letterbox/topology/queue_arguments.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/topology/topic_match.hpp>
+#include <letterbox/trace_context.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
 #include <letterbox/transport/in_memory.hpp>
 #include <letterbox/typed_handler.hpp>

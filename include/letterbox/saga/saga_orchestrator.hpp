@@ -84,6 +84,12 @@ public:
     [[nodiscard]] std::error_code start(unit_of_work_type& u, std::string_view correlation,
                                         const Data& data);
 
+    /// The same, for a start caused by `cause` (the message being handled, an `order-placed`
+    /// event, say): the saga's messages join its trace and its conversation (`caused_by`).
+    /// Without a cause, the first command begins a conversation of its own.
+    [[nodiscard]] std::error_code start(unit_of_work_type& u, std::string_view correlation,
+                                        const Data& data, const message& cause);
+
     /// Applies a participant's reply, in `u`: the transactional effect of the consumer of
     /// `reply_to` (`idempotent(orchestrator, inbox, ...)`), which records the reply in the
     /// inbox and commits. Returns `errc::payload_malformed` for a reply that is not this saga's,
@@ -116,11 +122,15 @@ private:
         std::size_t step;
     };
 
-    // The saga's own bookkeeping around the user's data, in `saga_instance::data`.
+    // The saga's own bookkeeping around the user's data, in `saga_instance::data`: why it failed,
+    // how often the current compensation was tried, and the last command it sent (its id and
+    // trace), which is the cause of what a timeout makes it send.
     struct record {
         Data data{};
         std::string reason{};
         std::uint32_t attempts = 0;
+        std::string conversation{};
+        message last{};
     };
 
     // One move of one instance: what will be written, sent and counted if it commits.
@@ -130,6 +140,7 @@ private:
         std::vector<message> commands{};
         saga_stats counts{};
         store_time now{};
+        const message* cause = nullptr; // the reply, or the start's cause
     };
 
     struct shared {
@@ -153,6 +164,8 @@ private:
     bool apply_timeout(transition& m, const position& at, const saga_timeout_due& due);
     std::error_code write(unit_of_work_type& u, transition& m, bool insert);
     std::error_code ignore(unit_of_work_type& u, std::uint64_t saga_stats::*count);
+    std::error_code begin(unit_of_work_type& u, std::string_view correlation, const Data& data,
+                          const message* cause);
 
     saga_definition<Data> definition_;
     Sagas* sagas_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/caused_by.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
@@ -17,7 +18,8 @@ enum class saga_outcome { success, failure };
 /// command's `reply_to` (through the default exchange), with its `correlation_id`, the saga's
 /// headers copied, and the outcome; a failure carries `reason`. Send it with the participant's
 /// effect, through its outbox, so that the reply exists exactly when the effect does. The
-/// body is empty unless the caller sets one (a reservation id for the step's `on_reply`).
+/// body is empty unless the caller sets one (a reservation id for the step's `on_reply`). The
+/// reply is `caused_by` the command: it joins the command's trace and conversation.
 inline message saga_reply(const message& command, message_id_generator& ids, saga_outcome outcome,
                           std::string_view reason = {}) {
     message reply;
@@ -33,6 +35,7 @@ inline message saga_reply(const message& command, message_id_generator& ids, sag
     reply.headers.set(headers::saga_outcome, std::string(ok ? "success" : "failure"));
     if (!ok)
         reply.headers.set(headers::saga_reason, std::string(reason));
+    caused_by(command, reply);
     return reply;
 }
 

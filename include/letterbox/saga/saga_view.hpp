@@ -15,7 +15,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// it waits for that step's compensation, or a final state: `completed`, `failed` (every
 /// completed step compensated), or `compensation_failed` (a compensation kept failing; the
 /// saga is parked, visible, until an operator acts). `reason` says why it failed, empty
-/// otherwise.
+/// otherwise. `conversation_id` is the conversation its messages carry
+/// (`x-letterbox-conversation-id`): give it to `causal_tree` to see what happened to it.
 template <class Data>
 struct saga_view {
     std::string id{};
@@ -25,6 +26,7 @@ struct saga_view {
     bool finished = false;
     Data data{};
     std::string reason{};
+    std::string conversation_id{};
 };
 
 } // namespace letterbox

@@ -5,6 +5,8 @@
 #include <letterbox/saga/saga_orchestrator.hpp>
 
 #include <letterbox/backoff/exponential.hpp>
+#include <letterbox/causal_tree.hpp>
+#include <letterbox/caused_by.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
@@ -12,6 +14,7 @@
 #include <letterbox/saga/saga_command.hpp>
 #include <letterbox/saga/saga_definition.hpp>
 #include <letterbox/saga/saga_reply.hpp>
+#include <letterbox/trace_context.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include <catch2/catch.hpp>
@@ -395,6 +398,57 @@ TEST_CASE("saga_orchestrator: a rolled-back start leaves no instance, no command
     CHECK_FALSE(w.orchestrator.find("order-10", ec));
     CHECK(w.sent().empty());
     CHECK(w.orchestrator.stats() == lb::saga_stats{});
+}
+
+TEST_CASE("saga_orchestrator: each command is caused by the reply that moved the saga, and a "
+          "timeout's by the command that waited",
+          "[saga][tracing]") {
+    world w(30s);
+    lb::message placed;
+    placed.id = w.ids();
+    placed.type = "order-placed";
+    lb::begin_conversation(placed);
+    {
+        lb::in_memory_unit_of_work u;
+        REQUIRE_FALSE(w.orchestrator.start(u, "order-11", order{11, {}}, placed));
+        REQUIRE_FALSE(u.commit());
+    }
+    const auto conversation = lb::to_string(placed.id);
+    const auto trace = lb::trace_context_of(placed)->trace_id;
+    const auto reserve = w.one_sent();
+    const auto reserved = w.reply(reserve, lb::saga_outcome::success);
+    REQUIRE_FALSE(w.apply(reserved));
+    const auto charge = w.one_sent();
+    w.clock.advance(30s);
+    REQUIRE(w.fire() == 1); // no reply to the charge: its timeout compensates
+    const auto release = w.one_sent();
+    const auto released = w.reply(release, lb::saga_outcome::success);
+    REQUIRE_FALSE(w.apply(released));
+
+    for (const auto* m : {&reserve, &reserved, &charge, &release, &released}) {
+        CHECK(header(*m, lb::headers::conversation_id) == conversation);
+        REQUIRE(lb::trace_context_of(*m));
+        CHECK(lb::trace_context_of(*m)->trace_id == trace);
+    }
+    CHECK(header(reserve, lb::headers::causation_id) == lb::to_string(placed.id));
+    CHECK(header(reserved, lb::headers::causation_id) == lb::to_string(reserve.id));
+    CHECK(header(charge, lb::headers::causation_id) == lb::to_string(reserved.id));
+    CHECK(header(release, lb::headers::causation_id) == lb::to_string(charge.id));
+    CHECK(w.saga(11).conversation_id == conversation);
+    const std::vector<lb::message> history{placed, reserve, reserved, charge, release, released};
+    CHECK(lb::to_text(lb::causal_tree(history, conversation)) == "order-placed\n"
+                                                                 "  reserve-stock\n"
+                                                                 "    reserve-stock.reply\n"
+                                                                 "      charge-payment\n"
+                                                                 "        release-stock\n"
+                                                                 "          release-stock.reply\n");
+
+    // Without a cause, the first command begins a conversation of its own.
+    w.start(12);
+    const auto first = w.one_sent();
+    CHECK(header(first, lb::headers::conversation_id) == lb::to_string(first.id));
+    CHECK_FALSE(first.headers.contains(lb::headers::causation_id));
+    CHECK(w.saga(12).conversation_id == lb::to_string(first.id));
 }
 
 } // namespace unit_saga_saga_orchestrator

@@ -3,6 +3,7 @@
 
 // Definitions of letterbox/saga/saga_orchestrator.hpp; included at its end.
 
+#include <letterbox/caused_by.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/headers.hpp>
@@ -56,6 +57,18 @@ saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::saga_orchestrator(
 template <class Data, saga_store Sagas, outbox_store Outbox, clock Clock, retry_policy Policy>
 std::error_code saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::start(
     unit_of_work_type& u, std::string_view correlation, const Data& data) {
+    return begin(u, correlation, data, nullptr);
+}
+
+template <class Data, saga_store Sagas, outbox_store Outbox, clock Clock, retry_policy Policy>
+std::error_code saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::start(
+    unit_of_work_type& u, std::string_view correlation, const Data& data, const message& cause) {
+    return begin(u, correlation, data, &cause);
+}
+
+template <class Data, saga_store Sagas, outbox_store Outbox, clock Clock, retry_policy Policy>
+std::error_code saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::begin(
+    unit_of_work_type& u, std::string_view correlation, const Data& data, const message* cause) {
     transition m;
     m.now = clock_->wall_now();
     {
@@ -66,6 +79,7 @@ std::error_code saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::start(
     m.instance.correlation = std::string(correlation);
     m.state.data = data;
     m.counts.started = 1;
+    m.cause = cause;
     if (definition_.steps().empty())
         finish(m, std::string(detail::saga_completed), &saga_stats::completed);
     else
@@ -105,6 +119,7 @@ saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::operator()(const message&
 
     transition m{.instance = std::move(*instance), .state = {}};
     m.now = clock_->wall_now();
+    m.cause = &reply;
     if (auto failed = read(m.instance, m.state))
         return failed;
     if (auto failed = apply_reply(m, *at, *outcome == "success", reply))
@@ -211,9 +226,14 @@ saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::find(std::string_view cor
     record r;
     if ((ec = read(*instance, r)))
         return std::nullopt;
-    return saga_view<Data>{instance->id,       instance->correlation, instance->state,
-                           instance->version,  instance->finished,    std::move(r.data),
-                           std::move(r.reason)};
+    return saga_view<Data>{.id = instance->id,
+                           .correlation = instance->correlation,
+                           .state = instance->state,
+                           .version = instance->version,
+                           .finished = instance->finished,
+                           .data = std::move(r.data),
+                           .reason = std::move(r.reason),
+                           .conversation_id = std::move(r.conversation)};
 }
 
 template <class Data, saga_store Sagas, outbox_store Outbox, clock Clock, retry_policy Policy>
@@ -248,6 +268,15 @@ saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::read(const saga_instance&
         out.data = j.at("data").template get<Data>();
         out.reason = j.value("reason", std::string());
         out.attempts = j.value("attempts", std::uint32_t{0});
+        out.conversation = j.value("conversation", std::string());
+        if (const auto last = j.find("last"); last != j.end()) {
+            out.last.id = parse_message_id(last->value("id", std::string())).value_or(message_id{});
+            for (const auto name : {headers::traceparent, headers::tracestate})
+                if (const auto value = last->find(std::string(name)); value != last->end())
+                    out.last.headers.set(name, value->template get<std::string>());
+            if (!out.conversation.empty())
+                out.last.headers.set(headers::conversation_id, out.conversation);
+        }
     } catch (const nlohmann::json::exception&) {
         return errc::store_corrupt; // not this saga's data
     }
@@ -262,6 +291,15 @@ std::string saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::encode(const 
         j["reason"] = r.reason;
     if (r.attempts != 0)
         j["attempts"] = r.attempts;
+    if (!r.conversation.empty())
+        j["conversation"] = r.conversation;
+    if (!r.last.id.is_nil()) {
+        auto& last = j["last"];
+        last["id"] = letterbox::to_string(r.last.id);
+        for (const auto name : {headers::traceparent, headers::tracestate})
+            if (const auto value = r.last.headers.template get<std::string>(name))
+                last[std::string(name)] = *value;
+    }
     return j.dump();
 }
 
@@ -334,6 +372,22 @@ void saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::send(transition& m, 
                         std::string(what == phase::invoke ? "invoke" : "compensate"));
     command.properties.reply_to = reply_to_;
     command.properties.correlation_id = m.instance.id;
+    // Its cause: the reply (or the start's cause) that made the saga send it; for what a timeout
+    // sends, the command that got no reply in time; for a start without a cause, nothing.
+    if (m.cause)
+        caused_by(*m.cause, command);
+    else if (!m.state.last.id.is_nil())
+        caused_by(m.state.last, command);
+    else
+        begin_conversation(command);
+    m.state.conversation =
+        command.headers.template get<std::string>(headers::conversation_id).value_or("");
+    m.state.last = message{};
+    m.state.last.id = command.id;
+    for (const auto name : {headers::traceparent, headers::tracestate})
+        if (const auto* value = command.headers.find(name))
+            m.state.last.headers.set(name, *value);
+    m.state.last.headers.set(headers::conversation_id, m.state.conversation);
     m.commands.push_back(std::move(command));
     (what == phase::invoke ? m.counts.commands : m.counts.compensations) += 1;
 }
