@@ -9,8 +9,10 @@
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
+#include <letterbox/saga/in_memory_saga_store.hpp>
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>
+#include <letterbox/testing/archetypes/saga_store.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
 
 #if defined(LETTERBOX_NODISCARD_SQLITE)
@@ -58,7 +60,24 @@ inline void archetypes(letterbox::testing::outbox_store_archetype& outbox,
     uow.rollback();                                          // discarded
 }
 
+inline void sagas(letterbox::in_memory_saga_store& store,
+                  letterbox::testing::saga_store_archetype& archetype,
+                  letterbox::in_memory_unit_of_work& uow,
+                  letterbox::testing::unit_of_work_archetype& archetype_uow,
+                  const letterbox::saga_instance& s) {
+    store.insert(uow, s);               // discarded
+    store.update(uow, s);               // discarded
+    archetype.insert(archetype_uow, s); // discarded
+    archetype.update(archetype_uow, s); // discarded
+}
+
 #if defined(LETTERBOX_NODISCARD_SQLITE)
+inline void sqlite_sagas(letterbox::sqlite::saga_store& store, letterbox::sqlite::unit_of_work& uow,
+                         const letterbox::saga_instance& s) {
+    store.insert(uow, s); // discarded
+    store.update(uow, s); // discarded
+}
+
 inline void sqlite(letterbox::sqlite::outbox_store& outbox, letterbox::sqlite::inbox_store& inbox,
                    letterbox::sqlite::unit_of_work& uow, const letterbox::outbox_entry& e,
                    const message_id& id, store_time now) {
