@@ -512,12 +512,12 @@ int main(int argc, char** argv) {
 //   order 2: failed: step 'charge-payment' failed: card declined
 //   stock reserved: 0, payment charged: 0, order confirmed: 0
 //   its causal tree:
-//   ^    reserve-stock$
-//   ^      reserve-stock.reply: success$
-//   ^        charge-payment$
-//   ^          charge-payment.reply: failure \(card declined\)$
-//   ^            release-stock$
-//   ^              release-stock.reply: success$
+//   reserve-stock
+//   reserve-stock.reply: success
+//   charge-payment
+//   charge-payment.reply: failure \(card declined\)
+//   release-stock
+//   release-stock.reply: success
 //   3. an order whose orchestrator dies in the middle of a step
 //   order 3: completed
 //   stock reserved: 1, payment charged: 1, order confirmed: 1
