@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/caused_by.hpp>
 #include <letterbox/concepts/detail/check_transport.hpp>
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/config.hpp>
@@ -13,6 +14,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -47,6 +49,8 @@ struct responder_stats {
 ///   queue is gone) is not a failure: nobody waits for it, and handling the request again
 ///   would repeat its effects. It is counted in `responder_stats::unroutable`.
 /// - Replies are transient (`persistent = false`): they go to a non-durable reply queue.
+/// - A reply is `caused_by` its request: it joins the request's trace and conversation
+///   (docs/tracing.md). A reply without a message id is given one.
 ///
 /// `Reply` is called as `message(const message& request)`; what it sets in the reply's
 /// `exchange`, `routing_key`, `correlation_id` and `reply_to` is replaced. A duplicate
@@ -102,6 +106,8 @@ public:
 private:
     struct counters {
         std::atomic<std::uint64_t> replied{0}, unroutable{0}, refused{0};
+        std::mutex ids_mutex;
+        message_id_generator ids;
     };
 
     message make_reply(const message& request) {
@@ -113,6 +119,11 @@ private:
                                           ? *request.properties.correlation_id
                                           : letterbox::to_string(request.id);
         r.properties.persistent = false;
+        if (r.id.is_nil()) {
+            std::lock_guard lock(counts_->ids_mutex);
+            r.id = counts_->ids();
+        }
+        caused_by(request, r);
         return r;
     }
 

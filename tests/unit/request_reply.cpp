@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 // request_client and responder on the in-memory broker and a virtual clock.
 
+#include <letterbox/caused_by.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/request_client.hpp>
 #include <letterbox/responder.hpp>
+#include <letterbox/trace_context.hpp>
 
 #include "consumer_world.hpp"
 
@@ -292,6 +294,42 @@ TEST_CASE("responder: a request without reply_to is refused as a permanent failu
     REQUIRE(w.drive_until([&] { return result.has_value(); }));
     CHECK_FALSE(*result);
     CHECK(respond.stats().unroutable == 1);
+}
+
+TEST_CASE("responder: a reply joins its request's trace and conversation, and names it as cause",
+          "[request_reply][tracing]") {
+    sim_world w;
+    w.declare("replies");
+    auto respond = echo_responder(w);
+    message request;
+    request.id = w.ids();
+    request.body = "A-1";
+    request.properties.reply_to = "replies";
+    letterbox::begin_conversation(request);
+    std::optional<std::error_code> result;
+    respond(request, [&](std::error_code ec) { result = ec; });
+    REQUIRE(w.drive_until([&] { return result.has_value(); }));
+    REQUIRE_FALSE(*result);
+
+    std::optional<letterbox::delivery> got;
+    REQUIRE_FALSE(w.await([&](auto h) {
+        w.transport.async_get("replies", [&got, h](std::error_code ec, auto d) mutable {
+            got = std::move(d);
+            h(ec);
+        });
+    }));
+    REQUIRE(got);
+    const message& reply = got->msg;
+    CHECK(reply.body == "re: A-1");
+    CHECK_FALSE(reply.id.is_nil()); // given one: its span is made from it
+    const auto text = [&](std::string_view name) {
+        return reply.headers.get<std::string>(name).value_or("(none)");
+    };
+    CHECK(text(letterbox::headers::causation_id) == letterbox::to_string(request.id));
+    CHECK(text(letterbox::headers::conversation_id) == letterbox::to_string(request.id));
+    REQUIRE(letterbox::trace_context_of(reply));
+    CHECK(letterbox::trace_context_of(reply)->trace_id ==
+          letterbox::trace_context_of(request)->trace_id);
 }
 
 } // namespace unit_request_reply
