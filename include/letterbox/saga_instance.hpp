@@ -4,8 +4,10 @@
 #include <letterbox/config.hpp>
 #include <letterbox/store_time.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
@@ -50,6 +52,17 @@ struct saga_instance {
 
     friend bool operator==(const saga_instance&, const saga_instance&) = default;
 };
+
+/// Whether no two of `instance`'s timeouts have one name: a `saga_store` refuses an instance
+/// that repeats one (`errc::invalid_argument`).
+inline bool has_distinct_timeout_names(const saga_instance& instance) {
+    std::vector<std::string_view> names;
+    names.reserve(instance.timeouts.size());
+    for (const auto& t : instance.timeouts)
+        names.push_back(t.name);
+    std::sort(names.begin(), names.end());
+    return std::adjacent_find(names.begin(), names.end()) == names.end();
+}
 
 /// A timeout that is due, as `saga_store::due_timeouts` lists it: which instance, which
 /// timeout, and when it was due.

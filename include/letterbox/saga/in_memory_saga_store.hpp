@@ -102,15 +102,6 @@ private:
                std::string(key);
     }
 
-    // Whether every timeout of `instance` has a name of its own.
-    static bool distinct_timeout_names(const saga_instance& instance) {
-        std::vector<std::string_view> names;
-        for (const auto& t : instance.timeouts)
-            names.push_back(t.name);
-        std::sort(names.begin(), names.end());
-        return std::adjacent_find(names.begin(), names.end()) == names.end();
-    }
-
     // `instance` as it is stored: its timeouts earliest first, then by name.
     static saga_instance stored_form(saga_instance instance, std::uint64_t version) {
         std::sort(instance.timeouts.begin(), instance.timeouts.end(),
@@ -142,7 +133,7 @@ inline std::error_code in_memory_saga_store::insert(in_memory_unit_of_work& uow,
     if (instance.version != 0)
         return errc::precondition_failed;
     if (instance.saga_type.empty() || instance.id.empty() || instance.correlation.empty() ||
-        !distinct_timeout_names(instance))
+        !has_distinct_timeout_names(instance))
         return errc::invalid_argument;
     key_type id{instance.saga_type, instance.id};
     key_type correlation{instance.saga_type, instance.correlation};
@@ -176,7 +167,7 @@ inline std::error_code in_memory_saga_store::update(in_memory_unit_of_work& uow,
         return ec;
     if (!uow.is_open())
         return errc::transaction_closed;
-    if (!distinct_timeout_names(instance))
+    if (!has_distinct_timeout_names(instance))
         return errc::invalid_argument;
     key_type id{instance.saga_type, instance.id};
     auto staged = staging_key('i', instance.saga_type, instance.id);

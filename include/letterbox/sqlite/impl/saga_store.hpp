@@ -21,16 +21,6 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 
 namespace detail {
 
-/// Whether two of `timeouts` have one name: the table keys an instance's timeouts by name.
-LETTERBOX_DECL bool has_duplicate_names(const std::vector<saga_timeout>& timeouts) {
-    std::vector<std::string_view> names;
-    names.reserve(timeouts.size());
-    for (const auto& t : timeouts)
-        names.push_back(t.name);
-    std::sort(names.begin(), names.end());
-    return std::adjacent_find(names.begin(), names.end()) != names.end();
-}
-
 /// Reads the instance the statement stands on (columns saga_type, id, correlation, state,
 /// version, data, finished, updated_at), without its timeouts.
 LETTERBOX_DECL saga_instance read_saga_instance(const statement& st) {
@@ -71,7 +61,7 @@ LETTERBOX_DECL std::error_code saga_store::check_write(const unit_of_work& uow,
         return errc::closed;
     if (auto ec = uow.check_writable(*db_))
         return ec;
-    if (detail::has_duplicate_names(instance.timeouts))
+    if (!has_distinct_timeout_names(instance))
         return errc::invalid_argument;
     return {};
 }
