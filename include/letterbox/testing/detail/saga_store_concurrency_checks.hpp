@@ -23,6 +23,33 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
+namespace store_suite {
+
+/// Runs `write(who, error)` on two threads at once (`who` 0 and 1; it returns how its write
+/// ended and may describe a failure in `error`), then checks that neither failed otherwise and
+/// that exactly one committed. Returns which one.
+template <class Write>
+int race_two_writers(Write write) {
+    std::array<write_outcome, 2> outcomes{write_outcome::error, write_outcome::error};
+    std::array<std::string, 2> errors;
+    auto run = [&](int who) {
+        outcomes[who] = write(who, errors[who]);
+    };
+    std::thread a(run, 0);
+    std::thread b(run, 1);
+    a.join();
+    b.join();
+    CHECK(errors[0].empty());
+    CHECK(errors[1].empty());
+    INFO(errors[0] << errors[1]);
+    REQUIRE((outcomes[0] == write_outcome::committed) != (outcomes[1] == write_outcome::committed));
+    const int winner = outcomes[0] == write_outcome::committed ? 0 : 1;
+    CHECK(outcomes[1 - winner] != write_outcome::error);
+    return winner;
+}
+
+} // namespace store_suite
+
 template <saga_store Store>
 void saga_check_overlapping_updates_one_commits(saga_store_harness<Store>& h) {
     using namespace store_suite;
@@ -64,30 +91,17 @@ void saga_check_concurrent_updates_one_commits(saga_store_harness<Store>& h) {
         const auto id = "s-" + std::to_string(round);
         insert_committed(h, new_instance(id, "order-" + std::to_string(round)));
         std::latch read_both(2);
-        std::array<write_outcome, 2> outcomes{write_outcome::error, write_outcome::error};
-        std::array<std::string, 2> errors;
-        auto writer = [&](int who) {
+        const int winner = race_two_writers([&](int who, std::string& error) {
             std::error_code ec;
             auto read = h.store.find("order", id, ec);
             read_both.arrive_and_wait(); // both read version 1 before either writes
             if (ec || !read) {
-                errors[who] = "find: " + describe(ec);
-                return;
+                error = "find: " + describe(ec);
+                return write_outcome::error;
             }
             read->state = "writer-" + std::to_string(who);
-            outcomes[who] = write_and_commit(h, *read, &errors[who]);
-        };
-        std::thread a(writer, 0);
-        std::thread b(writer, 1);
-        a.join();
-        b.join();
-        CHECK(errors[0].empty());
-        CHECK(errors[1].empty());
-        INFO(errors[0] << errors[1]);
-        REQUIRE((outcomes[0] == write_outcome::committed) !=
-                (outcomes[1] == write_outcome::committed));
-        const int winner = outcomes[0] == write_outcome::committed ? 0 : 1;
-        CHECK(outcomes[1 - winner] != write_outcome::error);
+            return write_and_commit(h, *read, &error);
+        });
         const auto now = found(h, id);
         REQUIRE(now);
         CHECK(now->state == "writer-" + std::to_string(winner));
@@ -102,24 +116,12 @@ void saga_check_concurrent_starts_one_commits(saga_store_harness<Store>& h) {
         INFO("round " << round);
         const auto correlation = "order-" + std::to_string(round);
         std::latch start(2);
-        std::array<write_outcome, 2> outcomes{write_outcome::error, write_outcome::error};
-        std::array<std::string, 2> errors;
-        auto starter = [&](int who) {
+        const int winner = race_two_writers([&](int who, std::string& error) {
             const auto instance =
                 new_instance(std::to_string(round) + "-" + std::to_string(who), correlation);
             start.arrive_and_wait();
-            outcomes[who] = write_and_commit(h, instance, &errors[who]);
-        };
-        std::thread a(starter, 0);
-        std::thread b(starter, 1);
-        a.join();
-        b.join();
-        CHECK(errors[0].empty());
-        CHECK(errors[1].empty());
-        INFO(errors[0] << errors[1]);
-        REQUIRE((outcomes[0] == write_outcome::committed) !=
-                (outcomes[1] == write_outcome::committed));
-        const int winner = outcomes[0] == write_outcome::committed ? 0 : 1;
+            return write_and_commit(h, instance, &error);
+        });
         std::error_code ec;
         const auto now = h.store.find_by_correlation("order", correlation, ec);
         REQUIRE(now);
