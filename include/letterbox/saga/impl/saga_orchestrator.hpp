@@ -164,7 +164,6 @@ std::size_t saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::fire_due_time
     for (const auto& timeout : due) {
         if (timeout.saga_type != definition_.name())
             continue;
-        auto u = begin();
         auto instance = sagas_->find(timeout.saga_type, timeout.id, ec);
         if (ec)
             return fired;
@@ -183,6 +182,10 @@ std::size_t saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::fire_due_time
         if (!at || !apply_timeout(m, *at, timeout))
             continue;
         m.counts.timeouts_fired = 1;
+        // A unit only for a timeout that moves its instance (an SQLite unit holds the write lock
+        // from its start). The instance was read before it: the version, checked by the write,
+        // refuses the move if the instance moved on meanwhile.
+        auto u = begin();
         auto written = write(u, m, false);
         if (!written)
             written = u.commit();
