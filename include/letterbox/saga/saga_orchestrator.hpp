@@ -45,7 +45,10 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 ///   reason at once.
 /// - **Compensation.** When a step fails (its reply says so, or its timeout fires), the
 ///   compensations of the steps that succeeded run in reverse order, one at a time, each after
-///   the previous one's success reply; then the saga ends `failed`. A compensation that fails
+///   the previous one's success reply; then the saga ends `failed`. A step that timed out may
+///   have happened (its command in flight, or its reply lost), so it is compensated first: a
+///   compensation must be harmless for a command never applied, and a participant must refuse
+///   a command that comes after its compensation (docs/sagas.md). A compensation that fails
 ///   (or whose reply does not come within the step's timeout) is sent again after the delay
 ///   `compensation_retry` decides; once that policy gives up, the saga is parked in
 ///   `compensation_failed` with the reason, and stays there, visible, for an operator.
@@ -71,10 +74,13 @@ public:
     /// An orchestrator of `definition`'s instances in `sagas`, sending commands through
     /// `outbox`, reading the time from `clock`. Replies come back to `reply_to` (the queue its
     /// consumer reads); `compensation_retry` decides how often, and after what delays, a
-    /// failed compensation is sent again. Throws `letterbox::error` (`errc::invalid_argument`)
-    /// for an empty `reply_to`.
+    /// failed compensation is sent again. The ids it makes (of instances, and of commands
+    /// whose `invoke` or `compensate` gave none) are random, or drawn from `id_seed` when one
+    /// is given, so that a simulated run replays exactly. Throws `letterbox::error`
+    /// (`errc::invalid_argument`) for an empty `reply_to`.
     saga_orchestrator(saga_definition<Data> definition, Sagas& sagas, Outbox& outbox, Clock& clock,
-                      std::string reply_to, Policy compensation_retry);
+                      std::string reply_to, Policy compensation_retry,
+                      std::optional<std::uint64_t> id_seed = std::nullopt);
 
     /// Starts an instance for `correlation` (an order id) with `data`, in `u`: the instance,
     /// in the first step's state, and that step's command, commit with `u`. Returns
@@ -144,6 +150,8 @@ private:
     };
 
     struct shared {
+        explicit shared(std::optional<std::uint64_t> seed)
+            : ids(seed ? message_id_generator(*seed) : message_id_generator()) {}
         std::mutex mutex;
         saga_stats stats;
         message_id_generator ids;

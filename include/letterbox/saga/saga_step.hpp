@@ -19,13 +19,16 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 ///   type, routing key (and exchange) and body, as `saga_command` makes it. The orchestrator
 ///   gives it an id, the saga's headers, `reply_to` and the instance id as `correlation_id`,
 ///   and sends it through the outbox in the transaction that entered the step.
-/// - `compensate`, if set, makes the command that undoes a step that succeeded. A step without
-///   one has nothing to undo (a check, a read), and is skipped when the saga compensates.
+/// - `compensate`, if set, makes the command that undoes a step that succeeded, or that timed
+///   out (it may have happened). A step without one has nothing to undo (a check, a read), and
+///   is skipped when the saga compensates. Its participant must treat a compensation of a
+///   command it never applied as done (nothing to undo), and refuse that command if it comes
+///   later.
 /// - `on_reply`, if set, applies the step's success reply to the data (a reservation id, say);
 ///   it runs in the transaction that moves the saga on.
-/// - `timeout`, if not zero, is how long the step may wait for its reply: then it counts as
-///   failed and the saga compensates. The same bound applies to the reply to its compensation,
-///   which is then sent again, as after a failure.
+/// - `timeout`, if not zero, is how long the step may wait for its reply: then its outcome is
+///   unknown, and the saga compensates it and the steps before it. The same bound applies to
+///   the reply to its compensation, which is then sent again, as after a failure.
 template <class Data>
 struct saga_step {
     std::string name{};

@@ -266,16 +266,25 @@ TEST_CASE("saga_orchestrator: a step's timeout compensates, and its reply after 
     CHECK(w.fire() == 0);
     w.clock.advance(1s); // due at its own instant
     CHECK(w.fire() == 1);
-    const auto release = w.one_sent();
-    CHECK(release.type == "release-stock");
+    // The charge may have happened (its reply lost, or its command still queued): it is
+    // compensated first, then the reservation.
+    const auto refund = w.one_sent();
+    CHECK(refund.type == "refund-payment");
     CHECK(w.saga(4).reason == "step 'charge-payment' timed out after 30000 ms");
+    CHECK(w.saga(4).state == "compensating:charge-payment");
 
     // The payment's reply comes late: the saga no longer waits for it.
     REQUIRE_FALSE(w.apply(w.reply(charge, lb::saga_outcome::success)));
     CHECK(w.sent().empty());
-    CHECK(w.saga(4).state == "compensating:reserve-stock");
+    CHECK(w.saga(4).state == "compensating:charge-payment");
     CHECK(w.orchestrator.stats().stale == 1);
     CHECK(w.orchestrator.stats().timeouts_fired == 1);
+
+    REQUIRE_FALSE(w.apply(w.reply(refund, lb::saga_outcome::success)));
+    const auto release = w.one_sent();
+    CHECK(release.type == "release-stock");
+    REQUIRE_FALSE(w.apply(w.reply(release, lb::saga_outcome::success)));
+    CHECK(w.saga(4).state == "failed");
 }
 
 TEST_CASE("saga_orchestrator: a timeout whose step already ended does nothing", "[saga]") {
@@ -421,11 +430,12 @@ TEST_CASE("saga_orchestrator: each command is caused by the reply that moved the
     const auto charge = w.one_sent();
     w.clock.advance(30s);
     REQUIRE(w.fire() == 1); // no reply to the charge: its timeout compensates
-    const auto release = w.one_sent();
-    const auto released = w.reply(release, lb::saga_outcome::success);
-    REQUIRE_FALSE(w.apply(released));
+    const auto refund = w.one_sent();
+    const auto refunded = w.reply(refund, lb::saga_outcome::success);
+    REQUIRE_FALSE(w.apply(refunded));
+    CHECK(w.one_sent().type == "release-stock"); // then the reservation's compensation
 
-    for (const auto* m : {&reserve, &reserved, &charge, &release, &released}) {
+    for (const auto* m : {&reserve, &reserved, &charge, &refund, &refunded}) {
         CHECK(header(*m, lb::headers::conversation_id) == conversation);
         REQUIRE(lb::trace_context_of(*m));
         CHECK(lb::trace_context_of(*m)->trace_id == trace);
@@ -433,15 +443,16 @@ TEST_CASE("saga_orchestrator: each command is caused by the reply that moved the
     CHECK(header(reserve, lb::headers::causation_id) == lb::to_string(placed.id));
     CHECK(header(reserved, lb::headers::causation_id) == lb::to_string(reserve.id));
     CHECK(header(charge, lb::headers::causation_id) == lb::to_string(reserved.id));
-    CHECK(header(release, lb::headers::causation_id) == lb::to_string(charge.id));
+    CHECK(header(refund, lb::headers::causation_id) == lb::to_string(charge.id));
     CHECK(w.saga(11).conversation_id == conversation);
-    const std::vector<lb::message> history{placed, reserve, reserved, charge, release, released};
-    CHECK(lb::to_text(lb::causal_tree(history, conversation)) == "order-placed\n"
-                                                                 "  reserve-stock\n"
-                                                                 "    reserve-stock.reply\n"
-                                                                 "      charge-payment\n"
-                                                                 "        release-stock\n"
-                                                                 "          release-stock.reply\n");
+    const std::vector<lb::message> history{placed, reserve, reserved, charge, refund, refunded};
+    CHECK(lb::to_text(lb::causal_tree(history, conversation)) ==
+          "order-placed\n"
+          "  reserve-stock\n"
+          "    reserve-stock.reply\n"
+          "      charge-payment\n"
+          "        refund-payment\n"
+          "          refund-payment.reply\n");
 
     // Without a cause, the first command begins a conversation of its own.
     w.start(12);

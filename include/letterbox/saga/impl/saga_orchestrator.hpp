@@ -41,14 +41,14 @@ inline std::string saga_duration_text(std::chrono::milliseconds d) {
 template <class Data, saga_store Sagas, outbox_store Outbox, clock Clock, retry_policy Policy>
 saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::saga_orchestrator(
     saga_definition<Data> definition, Sagas& sagas, Outbox& outbox, Clock& clock,
-    std::string reply_to, Policy compensation_retry)
+    std::string reply_to, Policy compensation_retry, std::optional<std::uint64_t> id_seed)
     : definition_(std::move(definition))
     , sagas_(&sagas)
     , outbox_(&outbox)
     , clock_(&clock)
     , reply_to_(std::move(reply_to))
     , retry_(std::move(compensation_retry))
-    , shared_(std::make_shared<shared>()) {
+    , shared_(std::make_shared<shared>(id_seed)) {
     if (reply_to_.empty())
         throw error(errc::invalid_argument,
                     "saga '" + definition_.name() + "': replies need a queue (reply_to)");
@@ -205,7 +205,9 @@ bool saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::apply_timeout(
     if (due.name == detail::saga_step_timeout && at.what == phase::invoke) {
         m.state.reason =
             "step '" + step.name + "' timed out after " + detail::saga_duration_text(step.timeout);
-        compensate_below(m, at.step);
+        // Unlike a failure reply, a timeout does not say the step did not happen: its command
+        // may still be in flight, or applied with its reply lost. So the step is compensated too.
+        compensate_below(m, at.step + 1);
     } else if (due.name == detail::saga_compensation_timeout && at.what == phase::compensate) {
         compensation_failed(m, at.step,
                             "no reply within " + detail::saga_duration_text(step.timeout));
