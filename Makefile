@@ -9,8 +9,9 @@
 #                      ThreadSanitizer pass (make tsan)
 #   make asan          only the ASan+UBSan part of make test (with its broker)
 #   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads` (with a broker)
-#   make test-extended the extended tier: optimised build in build/extended; the pipeline simulation
-#                      over 100,000 seeds and the kill -9 campaigns with 100 iterations (LETTERBOX_EXTENDED=1)
+#   make test-extended the extended tier: optimised build in build/extended; the pipeline and saga
+#                      simulations over 100,000 seeds and the kill -9 campaigns with 100 iterations
+#                      (LETTERBOX_EXTENDED=1)
 #   make demo          the main job: Release build in build/release, runs examples/demo (the enrollment
 #                      incident, naive against letterbox, side by side); AMQP_URL=amqp://... runs it on
 #                      RabbitMQ, DEMO_ARGS=--serve leaves the dashboard running
@@ -123,9 +124,9 @@ test: deps test-deps asan-build tsan-build
 
 # `make test-extended`: the extended tier (docs/testing.md, "Tiers"): an optimised build of the
 # property and integration tests (sanitizers off, so that 200,000 simulated runs fit in minutes),
-# then, with LETTERBOX_EXTENDED=1 and a broker: the pipeline simulation over 100,000 seeds (each
-# run twice), its self-test, and the kill -9 campaigns with 100 iterations each.
-EXTENDED_TESTS := pipeline simulation|self-test|kill9
+# then, with LETTERBOX_EXTENDED=1 and a broker: the pipeline and saga simulations over 100,000
+# seeds each (each run twice), their self-tests, and the kill -9 campaigns with 100 iterations each.
+EXTENDED_TESTS := pipeline simulation|saga simulation|self-test|kill9
 # g++ 12 at -O2 reports false -Wmaybe-uninitialized (std::optional<field_table> in the AMQP codec
 # tests) and -Wrestrict (GCC bug 105651) in inlined standard library code; the ASan build, which
 # is -O0, keeps both warnings as errors.

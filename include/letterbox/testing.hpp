@@ -16,6 +16,8 @@
 #include <letterbox/testing/check_no_phantom.hpp>
 #include <letterbox/testing/check_pipeline.hpp>
 #include <letterbox/testing/check_poison_isolation.hpp>
+#include <letterbox/testing/check_saga_history.hpp>
+#include <letterbox/testing/check_saga_simulation.hpp>
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history.hpp>
@@ -33,7 +35,16 @@
 #include <letterbox/testing/pipeline_topology.hpp>
 #include <letterbox/testing/rapidcheck.hpp>
 #include <letterbox/testing/run_pipeline.hpp>
+#include <letterbox/testing/run_saga_simulation.hpp>
+#include <letterbox/testing/saga_defect.hpp>
+#include <letterbox/testing/saga_fault_profile.hpp>
+#include <letterbox/testing/saga_history_event.hpp>
+#include <letterbox/testing/saga_invariant.hpp>
+#include <letterbox/testing/saga_simulation_options.hpp>
+#include <letterbox/testing/saga_simulation_report.hpp>
+#include <letterbox/testing/saga_simulation_result.hpp>
 #include <letterbox/testing/saga_store_suite.hpp>
+#include <letterbox/testing/saga_violation.hpp>
 #include <letterbox/testing/seed.hpp>
 #include <letterbox/testing/simulation.hpp>
 #include <letterbox/testing/temp_directory.hpp>
