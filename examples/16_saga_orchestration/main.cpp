@@ -226,12 +226,10 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
     options.store_executor = store_thread.get_executor();
     options.poll_interval = 200ms;
     //[history
-    // What every relay published and the broker confirmed: the history a trace is read from.
-    std::vector<message> history;
-    options.on_event = [&history](const relay_event& e) {
-        if (e.what == relay_event::kind::confirmed)
-            history.push_back(e.record.msg);
-    };
+    // What every relay published and the broker confirmed, without the bodies: the history a
+    // trace is read from (the last 1,000 messages; ops::http_server serves it, too).
+    message_trail trail;
+    options.on_event = trail.relay_observer();
     //]
     message_id_generator ids;
 
@@ -400,7 +398,7 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
         return m.type + (outcome ? ": " + *outcome : "") + (reason ? " (" + *reason + ")" : "");
     };
     const auto tree_now = [&] {
-        return to_text(causal_tree(history, conversation), label);
+        return to_text(causal_tree(trail.conversation(conversation), conversation), label);
     };
     //]
     const std::string expected = "reserve-stock\n"

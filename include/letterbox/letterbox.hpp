@@ -51,6 +51,7 @@
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/inbox/inbox_retention.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/message_trail.hpp>
 #include <letterbox/message_type.hpp>
 #include <letterbox/middleware/after_call.hpp>
 #include <letterbox/middleware/attempts_before.hpp>

@@ -6,6 +6,7 @@
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_queue_options.hpp>
+#include <letterbox/message_trail.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 #include <letterbox/ops/http_server_options.hpp>
 #include <letterbox/ops/readiness.hpp>
@@ -35,7 +36,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 /// | DELETE | `/dlq/{queue}` | removes the selected messages (`?all=true` for every one) |
 /// | GET | `/outbox` | the outbox's counts and its pending and parked rows |
 /// | POST | `/outbox/{id}/retry` | unparks a parked row |
-/// | GET | `/` | the dashboard page |
+/// | GET | `/conversations/{id}` | one conversation's messages and causal tree, from the trail
+/// (`set_message_trail`) | | GET | `/` | the dashboard page |
 ///
 /// Every JSON error is `{"error": {"code": ..., "message": ...}}`; docs/operations.md has the
 /// whole API.
@@ -122,6 +124,12 @@ public:
     /// Serves `render()` at `/metrics` (Prometheus text format 0.0.4). Without it, `/metrics`
     /// is 404. Throws `letterbox::error` (`errc::invalid_state`) after `listen()`.
     void set_metrics(std::function<std::string()> render);
+
+    /// Serves `trail`'s conversations at `/conversations/{id}`: the messages of one
+    /// conversation (ids, types, causes; never bodies) and their causal tree (`causal_tree`),
+    /// as docs/tracing.md shows. Without it, that path is 404. Throws `letterbox::error`
+    /// (`errc::invalid_state`) after `listen()`. The trail must outlive the server.
+    void set_message_trail(const message_trail& trail);
 
     /// Adds a readiness check reported by `/health/ready` under `name`; the server is ready
     /// when every check is ok (and when there is none). A check that throws is not ok. See

@@ -30,8 +30,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <letterbox/caused_by.hpp>
+#include <letterbox/message_trail.hpp>
+
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -141,6 +145,69 @@ TEST_CASE("http_server: without metrics or an outbox those endpoints are 404",
     auto health = c.get("/health");
     CHECK(health.status() == 200);
     CHECK(health.json()["checks"].empty());
+}
+
+TEST_CASE("http_server: a conversation from the message trail, as messages and a causal tree",
+          "[ops][http_server][tracing]") {
+    fixture f(false);
+    letterbox::message_trail trail;
+    letterbox::message_id_generator ids(11);
+    letterbox::message placed;
+    placed.id = ids();
+    placed.type = "order-placed";
+    placed.body = "card 4111-1111-1111-1111";
+    letterbox::begin_conversation(placed);
+    letterbox::message reserve;
+    reserve.id = ids();
+    reserve.type = "reserve-stock";
+    reserve.routing_key = "stock";
+    letterbox::caused_by(placed, reserve);
+    letterbox::message unrelated;
+    unrelated.id = ids();
+    unrelated.type = "order-placed";
+    letterbox::begin_conversation(unrelated);
+    for (const auto* m : {&placed, &reserve, &unrelated})
+        trail.record(*m);
+
+    http_server bare(f.io.get_executor(), f.options());
+    REQUIRE_FALSE(bare.listen());
+    const auto conversation = letterbox::to_string(placed.id);
+    {
+        client c(f, bare);
+        auto none = c.get("/conversations/" + conversation);
+        CHECK(none.status() == 404);
+        CHECK(none.json()["error"]["code"] == "no_message_trail");
+    }
+
+    http_server server(f.io.get_executor(), f.options());
+    server.set_message_trail(trail);
+    REQUIRE_FALSE(server.listen());
+    client c(f, server);
+    auto r = c.get("/conversations/" + conversation);
+    REQUIRE(r.status() == 200);
+    const auto j = r.json();
+    CHECK(j["conversation"] == conversation);
+    REQUIRE(j["messages"].size() == 2);
+    CHECK(j["messages"][1]["type"] == "reserve-stock");
+    CHECK(j["messages"][1]["routing_key"] == "stock");
+    CHECK(j["messages"][1]["causation_id"] == conversation);
+    CHECK(j["messages"][0]["causation_id"].is_null());
+    CHECK(j["messages"][0]["traceparent"].is_string());
+    CHECK(j["tree"] == "order-placed\n  reserve-stock\n");
+    CHECK(r.res.body().find("4111") == std::string::npos);                        // never a body
+    CHECK(c.get("/conversations/" + conversation, std::nullopt).status() == 200); // metadata
+
+    // The id is read as a UUID, whatever its case; anything else is refused.
+    std::string upper = conversation;
+    for (auto& ch : upper)
+        ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    CHECK(c.get("/conversations/" + upper).json()["messages"].size() == 2);
+    auto bad = c.get("/conversations/order-1");
+    CHECK(bad.status() == 400);
+    CHECK(bad.json()["error"]["code"] == "bad_conversation_id");
+    CHECK(c.get("/conversations/" + letterbox::to_string(ids())).json()["messages"].empty());
+    CHECK(c.post("/conversations/" + conversation, std::string()).status() == 405);
+    CHECK(c.get("/conversations").status() == 404);
 }
 
 TEST_CASE("http_server: queues and browsing a dead-letter queue with filters",

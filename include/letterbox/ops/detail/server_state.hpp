@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/message.hpp>
 #include <letterbox/ops/detail/dlq_endpoint.hpp>
 #include <letterbox/ops/detail/outbox_endpoint.hpp>
 #include <letterbox/ops/detail/query_string.hpp>
@@ -133,6 +134,8 @@ public:
     void add_dlq(std::shared_ptr<dlq_endpoint> e);
     void set_outbox(std::shared_ptr<outbox_endpoint> e);
     void set_metrics(std::function<std::string()> render) { metrics_ = std::move(render); }
+    using conversations_fn = std::function<std::vector<message>(std::string_view)>;
+    void set_conversations(conversations_fn find) { conversations_ = std::move(find); }
     void add_check(std::string name, std::function<readiness()> check) {
         checks_.emplace_back(std::move(name), std::move(check));
     }
@@ -181,6 +184,7 @@ private:
     dlq_endpoint* find_dlq(const std::string& queue) const;
     void get_readiness(const respond_fn& respond) const;
     void get_metrics(const respond_fn& respond) const;
+    void get_conversation(const std::string& id, const respond_fn& respond) const;
     void get_queues(const respond_fn& respond);
     void browse(const std::string& queue, const parsed_target& t, const respond_fn& respond);
     void get_message(const std::string& queue, const std::string& id, const parsed_target& t,
@@ -226,6 +230,7 @@ private:
     std::shared_ptr<outbox_endpoint> outbox_;
     std::shared_ptr<store_worker> store_worker_;
     std::function<std::string()> metrics_;
+    conversations_fn conversations_;
     std::vector<std::pair<std::string, std::function<readiness()>>> checks_;
 };
 

@@ -50,6 +50,11 @@ inline void http_server::set_metrics(std::function<std::string()> render) {
     state_->set_metrics(std::move(render));
 }
 
+inline void http_server::set_message_trail(const message_trail& trail) {
+    check_not_listening();
+    state_->set_conversations([&trail](std::string_view id) { return trail.conversation(id); });
+}
+
 inline void http_server::add_readiness_check(std::string name, std::function<readiness()> check) {
     check_not_listening();
     state_->add_check(std::move(name), std::move(check));

@@ -8,6 +8,10 @@
 #include <letterbox/config.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 
+#include <letterbox/causal_tree.hpp>
+#include <letterbox/headers.hpp>
+#include <letterbox/message.hpp>
+
 #include <letterbox/ops/detail/constant_time_equal.hpp>
 #include <letterbox/ops/detail/dashboard_page.hpp>
 #include <letterbox/ops/detail/listen_address.hpp>
@@ -129,9 +133,14 @@ LETTERBOX_DECL void server_state::handle(const std::shared_ptr<http_session>& s,
             return;
         return retry_outbox(seg[1], respond);
     }
+    if (seg[0] == "conversations" && seg.size() == 2) {
+        if (!get)
+            return respond(route::method_not_allowed("GET"));
+        return get_conversation(seg[1], respond);
+    }
     respond(error_response(status::not_found, "not_found",
                            "no such resource: see /health, /metrics, /queues, /dlq/{queue}, "
-                           "/outbox"));
+                           "/outbox, /conversations/{id}"));
 }
 
 // DNS rebinding: a web page whose name the attacker points at this server's address is the
@@ -289,6 +298,43 @@ LETTERBOX_DECL void server_state::get_metrics(const respond_fn& respond) const {
                                       "rendering the metrics failed"));
     }
     respond(make_response(status::ok, "text/plain; version=0.0.4; charset=utf-8", std::move(text)));
+}
+
+// A conversation's messages, from the trail: metadata only (ids, types, causes, routing), as
+// /queues and /outbox show, never a body or a header's value besides the tracing ones. The
+// trail bounds the answer (its capacity).
+LETTERBOX_DECL void server_state::get_conversation(const std::string& id,
+                                                   const respond_fn& respond) const {
+    if (!conversations_)
+        return respond(error_response(status::not_found, "no_message_trail",
+                                      "no message trail is registered "
+                                      "(http_server::set_message_trail)"));
+    const auto parsed = parse_message_id(id);
+    if (!parsed)
+        return respond(error_response(status::bad_request, "bad_conversation_id",
+                                      "a conversation id is a message id (a UUID)"));
+    if (budget_spent(respond))
+        return;
+    const auto key = letterbox::to_string(*parsed);
+    const auto messages = conversations_(key);
+    nlohmann::json list = nlohmann::json::array();
+    const auto text = [](const message& m, std::string_view name) -> nlohmann::json {
+        if (const auto value = m.headers.get<std::string>(name))
+            return *value;
+        return nullptr;
+    };
+    for (const auto& m : messages)
+        list.push_back({{"id", letterbox::to_string(m.id)},
+                        {"type", m.type},
+                        {"exchange", m.exchange},
+                        {"routing_key", m.routing_key},
+                        {"causation_id", text(m, headers::causation_id)},
+                        {"traceparent", text(m, headers::traceparent)}});
+    nlohmann::json body;
+    body["conversation"] = key;
+    body["messages"] = std::move(list);
+    body["tree"] = to_text(causal_tree(messages, key));
+    respond(json_response(status::ok, body));
 }
 
 } // namespace letterbox::ops::detail
