@@ -15,6 +15,7 @@
 #include <letterbox/saga/saga_reply.hpp>
 #include <letterbox/testing/check_saga_history.hpp>
 #include <letterbox/testing/detail/recording_saga_store.hpp>
+#include <letterbox/testing/detail/simulated_relay_options.hpp>
 #include <letterbox/testing/saga_history_event.hpp>
 #include <letterbox/testing/saga_simulation_options.hpp>
 #include <letterbox/testing/saga_simulation_result.hpp>
@@ -176,17 +177,7 @@ private:
     service& add_service(std::string name, std::string queue) {
         auto& s = *services_.emplace_back(
             std::make_unique<service>(sim_, std::move(name), std::move(queue)));
-        relay_options o;
-        o.owner = "relay-" + s.name;
-        o.batch_size = 8;
-        o.window = 4;
-        o.lease = std::chrono::seconds(2);
-        o.poll_interval = std::chrono::milliseconds(500);
-        o.row_retry = {std::chrono::milliseconds(100), 2.0, std::chrono::seconds(2), 0.0};
-        o.transport_retry = {std::chrono::milliseconds(50), 2.0, std::chrono::seconds(1), 0.2};
-        o.max_attempts = 1000; // a refused publish is retried, never parked, in a simulation
-        o.retention = std::nullopt;
-        o.seed = sim_.derive(o.owner);
+        auto o = simulated_relay_options(sim_, "relay-" + s.name);
         o.on_event = [this](const relay_event& e) {
             if (e.what == relay_event::kind::confirmed)
                 published_.push_back(e.record.msg);

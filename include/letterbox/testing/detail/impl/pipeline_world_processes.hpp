@@ -6,6 +6,7 @@
 
 #include <letterbox/config.hpp>
 #include <letterbox/testing/detail/pipeline_world.hpp>
+#include <letterbox/testing/detail/simulated_relay_options.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -55,17 +56,7 @@ void pipeline_world<App>::declare_topology() {
 template <pipeline_application App>
 void pipeline_world<App>::start_relay() {
     const auto name = "relay-" + std::to_string(++relay_generation_);
-    relay_options o;
-    o.owner = name;
-    o.batch_size = 8;
-    o.window = 4;
-    o.lease = std::chrono::seconds(2);
-    o.poll_interval = std::chrono::milliseconds(500);
-    o.row_retry = {std::chrono::milliseconds(100), 2.0, std::chrono::seconds(2), 0.0};
-    o.transport_retry = {std::chrono::milliseconds(50), 2.0, std::chrono::seconds(1), 0.2};
-    o.max_attempts = 1000; // a refused publish is retried, never parked, in a simulation
-    o.retention = std::nullopt;
-    o.seed = sim_.derive(name);
+    auto o = simulated_relay_options(sim_, name);
     o.failpoint = [this](relay_point p, const outbox_record& row) {
         return relay_failpoint(p, row);
     };
