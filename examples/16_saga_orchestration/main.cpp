@@ -36,6 +36,10 @@
 #include <letterbox/saga/saga_reply.hpp>
 #include <letterbox/sqlite.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -248,6 +252,27 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
     saga_orchestrator orchestrator(fulfilment(q), sagas, orders.outbox, clock, q.replies,
                                    backoff::exponential(1s, 2.0, 10s, 5));
     //]
+    //[timeouts
+    // The saga's timeouts fire every second, on the store thread (SQLite calls block); each move
+    // a timeout makes wakes the relay when it commits. Stopped through its cancellation slot.
+    asio::cancellation_signal stop_timeouts;
+    bool timeouts_stopped = false;
+    orchestrator.async_run_timeouts(
+        store_thread.get_executor(),
+        [&orders] {
+            auto uow = orders.db.begin();
+            if (auto ec = uow.on_commit(orders.relay.waker()))
+                throw letterbox::error(ec, "wake the relay");
+            return uow;
+        },
+        1s,
+        asio::bind_executor(io, asio::bind_cancellation_slot(
+                                    stop_timeouts.slot(), [&](boost::system::error_code ec) {
+                                        timeouts_stopped = true;
+                                        check(ec == asio::error::operation_aborted,
+                                              "the timeouts stop");
+                                    })));
+    //]
 
     // The participants: each effect and its reply commit together, once per command.
     auto stock_effect = [&](const message& cmd, sqlite::unit_of_work& uow) {
@@ -436,7 +461,9 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
               s.compensations == 1,
           "the saga's counters");
 
-    // Shut down: the consumers, then the relays.
+    // Shut down: the timeouts, the consumers, then the relays.
+    stop_timeouts.emit(asio::cancellation_type::terminal);
+    check(run_until(io, deadline, [&] { return timeouts_stopped; }), "the timeouts stop");
     pending = 4;
     auto shut = [&](std::error_code) {
         --pending;

@@ -14,6 +14,9 @@
 #include <letterbox/saga_instance.hpp>
 #include <letterbox/store_time.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -110,6 +113,23 @@ public:
     /// skipped. `ec` holds the first store error, after which it stops.
     template <class Begin>
     std::size_t fire_due_timeouts(Begin&& begin, std::error_code& ec, std::size_t limit = 100);
+
+    /// Fires the due timeouts (`fire_due_timeouts`, with `begin`) at once, then every
+    /// `interval` of the orchestrator's clock, until cancelled: the timer a saga's timeouts
+    /// need. The store calls run on `ex`: for a store whose calls block (SQLite), give a
+    /// thread pool's executor, never the one of the I/O thread. Completes with
+    /// `void(boost::system::error_code)`: `operation_aborted` after a cancellation through the
+    /// token's cancellation slot (`terminal`, `partial` or `total`: stopping leaves no trace), or
+    /// the first store error, after which it stops. It runs until stopped, so it does not count
+    /// as outstanding work (as a relay's `async_run`). The orchestrator's stores and clock must
+    /// outlive it.
+    ///
+    ///     asio::cancellation_signal stop;
+    ///     orchestrator.async_run_timeouts(pool.get_executor(), [&] { return db.begin(); }, 1s,
+    ///                                     asio::bind_cancellation_slot(stop.slot(), on_end));
+    template <class Begin, class Token>
+    auto async_run_timeouts(boost::asio::any_io_executor ex, Begin begin,
+                            std::chrono::milliseconds interval, Token&& token);
 
     /// The instance started for `correlation`, decoded, if the store holds it.
     std::optional<saga_view<Data>> find(std::string_view correlation, std::error_code& ec);

@@ -17,11 +17,17 @@
 #include <letterbox/trace_context.hpp>
 #include <letterbox/virtual_clock.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/system/error_code.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -300,6 +306,54 @@ TEST_CASE("saga_orchestrator: a timeout whose step already ended does nothing", 
     CHECK(w.saga(5).state == "charge-payment");
     w.clock.advance(5s);
     CHECK(w.fire() == 1); // charge-payment's own
+}
+
+TEST_CASE("saga_orchestrator: async_run_timeouts fires the due timeouts on the clock until "
+          "cancelled, and stops at a store error",
+          "[saga][cancellation]") {
+    world w(30s);
+    boost::asio::io_context io;
+    const auto run_ready = [&io] {
+        io.restart(); // the loop is not outstanding work: a poll that ran out of work stops io
+        io.poll();
+    };
+    w.start(20);
+    CHECK(w.one_sent().type == "reserve-stock");
+    boost::asio::cancellation_signal stop;
+    std::optional<boost::system::error_code> ended;
+    w.orchestrator.async_run_timeouts(
+        io.get_executor(), [] { return lb::in_memory_unit_of_work{}; }, 1s,
+        boost::asio::bind_cancellation_slot(
+            stop.slot(), [&ended](boost::system::error_code ec) { ended = ec; }));
+    run_ready();
+    w.clock.advance(29s);
+    run_ready();
+    CHECK(w.sent().empty());
+    w.clock.advance(1s); // the step's timeout is due, and so is the timer's next round
+    run_ready();
+    CHECK(w.one_sent().type == "release-stock"); // no reply: the step itself is compensated
+    CHECK(w.orchestrator.stats().timeouts_fired == 1);
+    CHECK_FALSE(ended);
+
+    stop.emit(boost::asio::cancellation_type::terminal);
+    run_ready();
+    REQUIRE(ended);
+    CHECK(*ended == boost::asio::error::operation_aborted);
+    w.clock.advance(60s); // the compensation's timeout is due, but nothing fires it now
+    run_ready();
+    CHECK(w.sent().empty());
+    CHECK(w.orchestrator.stats().timeouts_fired == 1);
+
+    // A store that fails ends the loop with its error.
+    ended.reset();
+    w.sagas.fail_nth(1);
+    w.orchestrator.async_run_timeouts(
+        io.get_executor(), [] { return lb::in_memory_unit_of_work{}; }, 1s,
+        [&ended](boost::system::error_code ec) { ended = ec; });
+    run_ready();
+    REQUIRE(ended);
+    CHECK(*ended);
+    CHECK(*ended != boost::asio::error::operation_aborted);
 }
 
 TEST_CASE("saga_orchestrator: a compensation that keeps failing is sent again by the policy, "

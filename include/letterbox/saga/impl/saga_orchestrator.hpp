@@ -5,15 +5,22 @@
 
 #include <letterbox/caused_by.hpp>
 #include <letterbox/config.hpp>
+#include <letterbox/detail/async_op.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/saga/saga_orchestrator.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
+#include <system_error>
 #include <utility>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
@@ -196,6 +203,46 @@ std::size_t saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::fire_due_time
         ++fired;
     }
     return fired;
+}
+
+template <class Data, saga_store Sagas, outbox_store Outbox, clock Clock, retry_policy Policy>
+template <class Begin, class Token>
+auto saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::async_run_timeouts(
+    boost::asio::any_io_executor ex, Begin begin, std::chrono::milliseconds interval,
+    Token&& token) {
+    using op_type = detail::async_op<void(boost::system::error_code)>;
+    // What the loop holds while it runs: a copy of the orchestrator (copies share their
+    // statistics), the unit factory and the timer.
+    struct loop {
+        saga_orchestrator saga;
+        Begin begin;
+        decltype(std::declval<Clock&>().make_timer(ex)) timer;
+        std::chrono::milliseconds interval;
+
+        static void tick(const std::shared_ptr<loop>& self, const op_type& op) {
+            if (op.done())
+                return;
+            std::error_code ec;
+            self->saga.fire_due_timeouts(self->begin, ec);
+            if (ec)
+                return op(boost::system::error_code(ec));
+            self->timer.expires_after(self->interval);
+            self->timer.async_wait([self, op](boost::system::error_code) { tick(self, op); });
+        }
+    };
+    auto state = std::make_shared<loop>(loop{*this, std::move(begin), clock_->make_timer(ex),
+                                             std::max(interval, decltype(interval){1})});
+    return detail::async_start<void(boost::system::error_code),
+                               detail::outstanding_work::untracked>(
+        std::forward<Token>(token), ex, [state](op_type op) {
+            op.on_cancel(
+                [state](const op_type& cancelled) {
+                    state->timer.cancel();
+                    cancelled.cancelled();
+                },
+                boost::asio::cancellation_type::all);
+            loop::tick(state, op);
+        });
 }
 
 template <class Data, saga_store Sagas, outbox_store Outbox, clock Clock, retry_policy Policy>

@@ -22,6 +22,10 @@
 #include <letterbox/testing/simulation.hpp>
 #include <letterbox/transport/in_memory/transport.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/system/error_code.hpp>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -345,14 +349,20 @@ private:
             throw std::runtime_error("letterbox::testing: starting a simulated saga failed");
     }
 
-    // The orchestrator's timer: fires the due timeouts every `timeout_tick`, until shut down.
+    // The orchestrator's timer: fires the due timeouts every `timeout_tick` (each move wakes
+    // the relay when it commits), until shut down.
     void tick() {
-        if (stopping_)
-            return;
-        std::error_code ec;
-        if (saga_->fire_due_timeouts([] { return in_memory_unit_of_work{}; }, ec) > 0)
-            orchestrator_->relay->wake();
-        sim_.after(options_.timeout_tick, [this] { tick(); });
+        saga_->async_run_timeouts(
+            sim_.executor(),
+            [this] {
+                in_memory_unit_of_work u;
+                if (u.on_commit(orchestrator_->relay->waker()))
+                    throw std::runtime_error("letterbox::testing: a unit refused its callback");
+                return u;
+            },
+            options_.timeout_tick,
+            boost::asio::bind_cancellation_slot(stop_timeouts_.slot(),
+                                                [](boost::system::error_code) {}));
     }
 
     void schedule_faults() {
@@ -410,6 +420,7 @@ private:
         if (stopping_)
             return;
         stopping_ = true;
+        stop_timeouts_.emit(boost::asio::cancellation_type::terminal);
         std::size_t pending = 0;
         for (auto& s : services_)
             if (s->worker && s->tag) {
@@ -438,6 +449,7 @@ private:
     service* orchestrator_ = nullptr;
     std::vector<service*> participants_;
     std::unique_ptr<orchestrator_type> saga_;
+    boost::asio::cancellation_signal stop_timeouts_;
     std::unique_ptr<in_memory::transport> chaos_;
     std::vector<message> published_;
     std::vector<saga_history_event> history_;
