@@ -196,6 +196,19 @@ struct service {
             throw letterbox::error(failed, sql);
     }
 
+    // Whether `sql` (with ?1 = `id`) finds a row, in `uow`.
+    static bool exists(sqlite::unit_of_work& uow, const char* sql, std::int64_t id) {
+        std::error_code ec;
+        auto st = uow.connection().prepare(sql, ec);
+        if (ec)
+            throw letterbox::error(ec, sql);
+        st->bind_int64(1, id);
+        const bool found = st->step(ec);
+        if (ec)
+            throw letterbox::error(ec, sql);
+        return found;
+    }
+
     std::int64_t count(const std::string& sql) {
         auto uow = db.begin();
         std::error_code ec;
@@ -241,11 +254,13 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
                               "CREATE TABLE orders(id INTEGER PRIMARY KEY, sku TEXT, status TEXT)",
                               t, clock, options);
     service<Transport> stock(dir / "stock.db",
-                             "CREATE TABLE reservations(order_id INTEGER PRIMARY KEY, sku TEXT)", t,
-                             clock, options);
+                             "CREATE TABLE reservations(order_id INTEGER PRIMARY KEY, sku TEXT);"
+                             "CREATE TABLE released(order_id INTEGER PRIMARY KEY)",
+                             t, clock, options);
     service<Transport> payments(dir / "payments.db",
-                                "CREATE TABLE charges(order_id INTEGER PRIMARY KEY)", t, clock,
-                                options);
+                                "CREATE TABLE charges(order_id INTEGER PRIMARY KEY);"
+                                "CREATE TABLE refunded(order_id INTEGER PRIMARY KEY)",
+                                t, clock, options);
 
     //[orchestrator
     sqlite::saga_store sagas(orders.db);
@@ -274,10 +289,16 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
                                     })));
     //]
 
-    // The participants: each effect and its reply commit together, once per command.
+    // The participants: each effect and its reply commit together, once per command. A step
+    // that timed out is compensated (it may have happened), so a participant remembers each
+    // compensation and refuses the command if it comes after it (docs/sagas.md).
     auto stock_effect = [&](const message& cmd, sqlite::unit_of_work& uow) {
         if (cmd.type == "reserve-stock") {
             const auto r = decode_payload<reserve_stock>(cmd);
+            if (stock.exists(uow, "SELECT 1 FROM released WHERE order_id = ?1", r.order_id))
+                return stock.reply(
+                    uow, saga_reply(cmd, ids, saga_outcome::failure, "released before it came"),
+                    r.order_id);
             stock.run(uow, "INSERT INTO reservations(order_id, sku) VALUES (?1, ?2)", r.order_id,
                       r.sku);
             auto ok = saga_reply(cmd, ids, saga_outcome::success);
@@ -286,11 +307,16 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
         }
         const auto r = decode_payload<release_stock>(cmd);
         stock.run(uow, "DELETE FROM reservations WHERE order_id = ?1", r.order_id);
+        stock.run(uow, "INSERT OR IGNORE INTO released(order_id) VALUES (?1)", r.order_id);
         return stock.reply(uow, saga_reply(cmd, ids, saga_outcome::success), r.order_id);
     };
     auto payment_effect = [&](const message& cmd, sqlite::unit_of_work& uow) {
         if (cmd.type == "charge-payment") {
             const auto c = decode_payload<charge_payment>(cmd);
+            if (payments.exists(uow, "SELECT 1 FROM refunded WHERE order_id = ?1", c.order_id))
+                return payments.reply(
+                    uow, saga_reply(cmd, ids, saga_outcome::failure, "refunded before it came"),
+                    c.order_id);
             if (c.order_id == 2) // declined: nothing is charged
                 return payments.reply(
                     uow, saga_reply(cmd, ids, saga_outcome::failure, "card declined"), c.order_id);
@@ -299,6 +325,7 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
         }
         const auto r = decode_payload<refund_payment>(cmd);
         payments.run(uow, "DELETE FROM charges WHERE order_id = ?1", r.order_id);
+        payments.run(uow, "INSERT OR IGNORE INTO refunded(order_id) VALUES (?1)", r.order_id);
         return payments.reply(uow, saga_reply(cmd, ids, saga_outcome::success), r.order_id);
     };
     auto confirm_effect = [&](const message& cmd, sqlite::unit_of_work& uow) {
@@ -463,7 +490,11 @@ int run_scenario(Transport& t, asio::io_context& io, const std::filesystem::path
 
     // Shut down: the timeouts, the consumers, then the relays.
     stop_timeouts.emit(asio::cancellation_type::terminal);
-    check(run_until(io, deadline, [&] { return timeouts_stopped; }), "the timeouts stop");
+    if (!run_until(io, deadline, [&] { return timeouts_stopped; })) {
+        check(false, "the timeouts stop");
+        store_thread.stop(); // the loop must not outlive the stores it uses
+        store_thread.join();
+    }
     pending = 4;
     auto shut = [&](std::error_code) {
         --pending;

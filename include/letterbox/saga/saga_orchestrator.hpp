@@ -78,8 +78,10 @@ public:
     /// `outbox`, reading the time from `clock`. Replies come back to `reply_to` (the queue its
     /// consumer reads); `compensation_retry` decides how often, and after what delays, a
     /// failed compensation is sent again. The ids it makes (of instances, and of commands
-    /// whose `invoke` or `compensate` gave none) are random, or drawn from `id_seed` when one
-    /// is given, so that a simulated run replays exactly. Throws `letterbox::error`
+    /// whose `invoke` or `compensate` gave none) are random; `id_seed` is for simulations and
+    /// tests only, so that a run replays exactly: a seeded generator gives the same ids again
+    /// in every process that uses the seed, and participants would drop the repeated commands
+    /// as duplicates. Throws `letterbox::error`
     /// (`errc::invalid_argument`) for an empty `reply_to`.
     saga_orchestrator(saga_definition<Data> definition, Sagas& sagas, Outbox& outbox, Clock& clock,
                       std::string reply_to, Policy compensation_retry,
@@ -110,22 +112,25 @@ public:
     /// Fires the timeouts of this saga's instances that are due on the clock, each in a unit of
     /// its own from `begin()`, which it commits; at most `limit` are looked at. Returns how many
     /// fired. A timeout whose instance moved meanwhile (a conflict, or the step ended) is
-    /// skipped. `ec` holds the first store error, after which it stops.
+    /// skipped. `ec` holds the first store error, after which it stops; an instance whose data
+    /// cannot be read (`errc::store_corrupt`) is skipped, and reported in `ec` at the end.
     template <class Begin>
     std::size_t fire_due_timeouts(Begin&& begin, std::error_code& ec, std::size_t limit = 100);
 
     /// Fires the due timeouts (`fire_due_timeouts`, with `begin`) at once, then every
     /// `interval` of the orchestrator's clock, until cancelled: the timer a saga's timeouts
-    /// need. The store calls run on `ex`: for a store whose calls block (SQLite), give a
-    /// thread pool's executor, never the one of the I/O thread. Completes with
-    /// `void(boost::system::error_code)`: `operation_aborted` after a cancellation through the
-    /// token's cancellation slot (`terminal`, `partial` or `total`: stopping leaves no trace), or
-    /// the first store error, after which it stops. It runs until stopped, so it does not count
-    /// as outstanding work (as a relay's `async_run`). The orchestrator's stores and clock must
-    /// outlive it.
+    /// need. The rounds run on a strand of `ex`: for a store whose calls block (SQLite), give a
+    /// thread pool's executor, never the one of the I/O thread. A round that fails (a store
+    /// error, a unit that could not begin, an exception) is counted in
+    /// `stats().timeout_round_errors`, and the next round tries again. Completes with
+    /// `void(boost::system::error_code)`, `operation_aborted`, once cancelled through the
+    /// token's cancellation slot (`terminal`, `partial` or `total`: stopping leaves no trace).
+    /// It runs until stopped, so it does not count as outstanding work (as a relay's
+    /// `async_run`). The orchestrator's stores and clock must outlive it: stop it, and wait for
+    /// its completion, first.
     ///
     ///     asio::cancellation_signal stop;
-    ///     orchestrator.async_run_timeouts(pool.get_executor(), [&] { return db.begin(); }, 1s,
+    ///     orchestrator.async_run_timeouts(pool.get_executor(), begin_unit, 1s,
     ///                                     asio::bind_cancellation_slot(stop.slot(), on_end));
     template <class Begin, class Token>
     auto async_run_timeouts(boost::asio::any_io_executor ex, Begin begin,

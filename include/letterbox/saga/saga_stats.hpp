@@ -26,6 +26,9 @@ struct saga_stats {
     std::uint64_t unknown = 0;
     std::uint64_t for_finished = 0;
     std::uint64_t stale = 0;
+    /// Rounds of `async_run_timeouts` that failed (a store error, a unit that could not begin,
+    /// an exception from the definition's functions): the loop goes on at the next interval.
+    std::uint64_t timeout_round_errors = 0;
 
     friend bool operator==(const saga_stats&, const saga_stats&) = default;
 };

@@ -23,7 +23,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 ///   out (it may have happened). A step without one has nothing to undo (a check, a read), and
 ///   is skipped when the saga compensates. Its participant must treat a compensation of a
 ///   command it never applied as done (nothing to undo), and refuse that command if it comes
-///   later.
+///   later. A timed-out step's compensation is made from the data as the step left it, without
+///   what `on_reply` would have added: name the effect by what the command carried (the order),
+///   not by what its reply returned (a reservation id).
 /// - `on_reply`, if set, applies the step's success reply to the data (a reservation id, say);
 ///   it runs in the transaction that moves the saga on.
 /// - `timeout`, if not zero, is how long the step may wait for its reply: then its outcome is

@@ -309,7 +309,7 @@ TEST_CASE("saga_orchestrator: a timeout whose step already ended does nothing", 
 }
 
 TEST_CASE("saga_orchestrator: async_run_timeouts fires the due timeouts on the clock until "
-          "cancelled, and stops at a store error",
+          "cancelled, and goes on after a failed round",
           "[saga][cancellation]") {
     world w(30s);
     boost::asio::io_context io;
@@ -344,16 +344,65 @@ TEST_CASE("saga_orchestrator: async_run_timeouts fires the due timeouts on the c
     CHECK(w.sent().empty());
     CHECK(w.orchestrator.stats().timeouts_fired == 1);
 
-    // A store that fails ends the loop with its error.
+    // A round that fails (a store error, a unit that cannot begin) is counted; the loop goes
+    // on, and the next round fires what is due.
     ended.reset();
     w.sagas.fail_nth(1);
+    bool refuse_units = false;
+    boost::asio::cancellation_signal stop_again;
     w.orchestrator.async_run_timeouts(
-        io.get_executor(), [] { return lb::in_memory_unit_of_work{}; }, 1s,
-        [&ended](boost::system::error_code ec) { ended = ec; });
+        io.get_executor(),
+        [&refuse_units] {
+            if (refuse_units)
+                throw lb::error(lb::errc::store_busy, "the database is locked");
+            return lb::in_memory_unit_of_work{};
+        },
+        1s,
+        boost::asio::bind_cancellation_slot(
+            stop_again.slot(), [&ended](boost::system::error_code ec) { ended = ec; }));
+    run_ready();
+    CHECK(w.orchestrator.stats().timeout_round_errors == 1);
+    refuse_units = true;
+    w.clock.advance(1s); // the compensation's timeout is due: its unit cannot begin
+    run_ready();
+    CHECK(w.orchestrator.stats().timeout_round_errors == 2);
+    CHECK(w.sent().empty());
+    refuse_units = false;
+    w.clock.advance(1s); // the compensation's timeout fires: sent again after the policy's delay
+    run_ready();
+    CHECK(w.sent().empty());
+    w.clock.advance(1s);
+    run_ready();
+    CHECK(w.one_sent().type == "release-stock");
+    CHECK_FALSE(ended);
+    stop_again.emit(boost::asio::cancellation_type::total);
     run_ready();
     REQUIRE(ended);
-    CHECK(*ended);
-    CHECK(*ended != boost::asio::error::operation_aborted);
+    CHECK(*ended == boost::asio::error::operation_aborted);
+}
+
+TEST_CASE("saga_orchestrator: an instance whose data cannot be read does not hold back the "
+          "other timeouts",
+          "[saga]") {
+    world w(30s);
+    w.start(21);
+    w.start(22);
+    (void)w.sent();
+    {
+        // Another version of the saga's data, say: this definition cannot read it.
+        std::error_code ec;
+        auto broken = w.sagas.find_by_correlation("order-fulfilment", "order-21", ec);
+        REQUIRE(broken);
+        broken->data = "[1, 2, 3]";
+        lb::in_memory_unit_of_work u;
+        REQUIRE_FALSE(w.sagas.update(u, *broken));
+        REQUIRE_FALSE(u.commit());
+    }
+    w.clock.advance(30s);
+    std::error_code ec;
+    CHECK(w.orchestrator.fire_due_timeouts([] { return lb::in_memory_unit_of_work{}; }, ec) == 1);
+    CHECK(ec == lb::errc::store_corrupt);
+    CHECK(w.saga(22).state == "compensating:reserve-stock");
 }
 
 TEST_CASE("saga_orchestrator: a compensation that keeps failing is sent again by the policy, "

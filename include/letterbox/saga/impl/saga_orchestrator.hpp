@@ -12,6 +12,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <nlohmann/json.hpp>
@@ -168,6 +169,7 @@ std::size_t saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::fire_due_time
     if (ec)
         return 0;
     std::size_t fired = 0;
+    std::error_code unreadable;
     for (const auto& timeout : due) {
         if (timeout.saga_type != definition_.name())
             continue;
@@ -184,8 +186,13 @@ std::size_t saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::fire_due_time
         const auto at = where(instance->state);
         transition m{.instance = std::move(*instance), .state = {}};
         m.now = clock_->wall_now();
-        if ((ec = read(m.instance, m.state)))
-            return fired;
+        // An instance whose data this definition cannot read (another version of `Data`) is
+        // skipped, so that it does not hold back the others' timeouts; `ec` reports it.
+        if (auto failed = read(m.instance, m.state)) {
+            if (!unreadable)
+                unreadable = failed;
+            continue;
+        }
         if (!at || !apply_timeout(m, *at, timeout))
             continue;
         m.counts.timeouts_fired = 1;
@@ -202,6 +209,7 @@ std::size_t saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::fire_due_time
             return fired;
         ++fired;
     }
+    ec = unreadable;
     return fired;
 }
 
@@ -211,30 +219,44 @@ auto saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::async_run_timeouts(
     boost::asio::any_io_executor ex, Begin begin, std::chrono::milliseconds interval,
     Token&& token) {
     using op_type = detail::async_op<void(boost::system::error_code)>;
+    // Its own strand: the cancellation hook and the rounds never run at once, whatever `ex` is
+    // (a thread pool with several threads, say).
+    auto strand = boost::asio::make_strand(ex);
     // What the loop holds while it runs: a copy of the orchestrator (copies share their
     // statistics), the unit factory and the timer.
     struct loop {
         saga_orchestrator saga;
         Begin begin;
-        decltype(std::declval<Clock&>().make_timer(ex)) timer;
+        decltype(std::declval<Clock&>().make_timer(strand)) timer;
         std::chrono::milliseconds interval;
 
         static void tick(const std::shared_ptr<loop>& self, const op_type& op) {
             if (op.done())
                 return;
-            std::error_code ec;
-            self->saga.fire_due_timeouts(self->begin, ec);
-            if (ec)
-                return op(boost::system::error_code(ec));
+            // A failed round (a locked database, a corrupt instance, a definition that throws)
+            // is counted, and the next round tries again: one bad instance must not stop every
+            // other saga's timeouts.
+            bool failed = false;
+            try {
+                std::error_code ec;
+                self->saga.fire_due_timeouts(self->begin, ec);
+                failed = static_cast<bool>(ec);
+            } catch (...) {
+                failed = true;
+            }
+            if (failed) {
+                std::lock_guard lock(self->saga.shared_->mutex);
+                self->saga.shared_->stats.timeout_round_errors += 1;
+            }
             self->timer.expires_after(self->interval);
             self->timer.async_wait([self, op](boost::system::error_code) { tick(self, op); });
         }
     };
-    auto state = std::make_shared<loop>(loop{*this, std::move(begin), clock_->make_timer(ex),
+    auto state = std::make_shared<loop>(loop{*this, std::move(begin), clock_->make_timer(strand),
                                              std::max(interval, decltype(interval){1})});
     return detail::async_start<void(boost::system::error_code),
                                detail::outstanding_work::untracked>(
-        std::forward<Token>(token), ex, [state](op_type op) {
+        std::forward<Token>(token), strand, [state](op_type op) {
             op.on_cancel(
                 [state](const op_type& cancelled) {
                     state->timer.cancel();
@@ -479,6 +501,7 @@ std::error_code saga_orchestrator<Data, Sagas, Outbox, Clock, Policy>::write(uni
         s.unknown += counts.unknown;
         s.for_finished += counts.for_finished;
         s.stale += counts.stale;
+        s.timeout_round_errors += counts.timeout_round_errors;
     });
 }
 
