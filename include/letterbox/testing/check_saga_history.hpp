@@ -89,6 +89,11 @@ inline std::vector<saga_violation> check_saga_history(const std::vector<saga_his
                 started = started || e.from.empty();
                 last_move = i;
                 if (e.cause.starts_with("timeout ")) {
+                    // A step's timeout belongs to a step waiting for its reply; a compensation's
+                    // and a retry's to a compensation. Only a step's and a compensation's have
+                    // a due time the history can check (the retry's comes from the policy).
+                    const auto name = e.cause.substr(8);
+                    const bool compensating = e.from.starts_with("compensating:");
                     const auto in = entered.find(e.from);
                     const auto replied = left.find(e.from);
                     if (replied != left.end())
@@ -96,20 +101,19 @@ inline std::vector<saga_violation> check_saga_history(const std::vector<saga_his
                                 "saga " + saga + ": a timeout moved it from '" + e.from +
                                     "' after a reply had ended that state",
                                 {replied->second, i});
-                    else if (e.cause == "timeout step" &&
-                             (e.from.starts_with("compensating:") || in == entered.end()))
+                    else if (in == entered.end() || (name == "step") == compensating)
                         violate(saga_invariant::no_stray_timeout,
-                                "saga " + saga + ": a step's timeout moved it from '" + e.from +
-                                    "', which is not a step waiting for its reply",
+                                "saga " + saga + ": a " + name + " timeout moved it from '" +
+                                    e.from + "', a state that timeout does not belong to",
                                 {i});
-                    else if (e.cause == "timeout step" && expect.step_timeout.count() > 0 &&
+                    else if (name != "retry" && expect.step_timeout.count() > 0 &&
                              e.at - h[in->second].at < expect.step_timeout)
                         violate(saga_invariant::no_stray_timeout,
-                                "saga " + saga + ": the timeout of '" + e.from +
+                                "saga " + saga + ": the " + name + " timeout of '" + e.from +
                                     "' fired before it was due",
                                 {in->second, i});
-                } else if (e.cause.starts_with("reply ")) {
-                    left.emplace(e.from, i);
+                } else if (e.cause.starts_with("reply ") && e.from != e.to) {
+                    left.emplace(e.from, i); // a compensation's failure reply stays: not this
                 }
                 entered[e.to] = i;
             }

@@ -216,7 +216,21 @@ TEST_CASE("check_saga_history: S-04 reports a timeout that fires early, for a co
     v = check(wrong_phase);
     REQUIRE_FALSE(v.empty());
     CHECK(v[0].which == lt::saga_invariant::no_stray_timeout);
-    CHECK_THAT(v[0].explanation, Catch::Contains("not a step waiting for its reply"));
+    CHECK_THAT(v[0].explanation, Catch::Contains("a state that timeout does not belong to"));
+
+    // A compensation's timeout in a step's state, and one that fires early.
+    script misplaced;
+    misplaced.move("", "reserve", "start");
+    misplaced.move("reserve", "failed", "timeout compensation", 100ms);
+    v = check(misplaced);
+    REQUIRE_FALSE(v.empty());
+    CHECK_THAT(v[0].explanation, Catch::Contains("a compensation timeout moved it from 'reserve'"));
+    auto hasty = declined_charge();
+    hasty.h.resize(5); // still compensating the reservation
+    hasty.move("compensating:reserve", "compensating:reserve", "timeout compensation", 50ms);
+    v = check(hasty);
+    REQUIRE_FALSE(v.empty());
+    CHECK_THAT(v[0].explanation, Catch::Contains("fired before it was due"));
 
     script after_reply;
     after_reply.move("", "reserve", "start");
@@ -227,6 +241,20 @@ TEST_CASE("check_saga_history: S-04 reports a timeout that fires early, for a co
     REQUIRE_FALSE(v.empty());
     CHECK(v[0].which == lt::saga_invariant::no_stray_timeout);
     CHECK(v[0].events == std::vector<std::size_t>{replied, stray});
+}
+
+TEST_CASE("check_saga_history: a compensation that fails, times out and is sent again keeps "
+          "every invariant",
+          "[testing][saga]") {
+    auto s = declined_charge();
+    s.h.resize(5); // compensating the reservation; its reply not yet in
+    s.move("compensating:reserve", "compensating:reserve", "reply reserve compensate failure");
+    s.move("compensating:reserve", "compensating:reserve", "timeout retry", 1000ms);
+    s.move("compensating:reserve", "compensating:reserve", "timeout compensation", 100ms);
+    s.move("compensating:reserve", "compensating:reserve", "timeout retry", 2000ms);
+    s.effect(kind::undone, "reserve");
+    s.move("compensating:reserve", "failed", "reply reserve compensate success");
+    CHECK(check(s).empty());
 }
 
 TEST_CASE("check_saga_history: events of a saga the history does not show starting, and "

@@ -213,9 +213,13 @@ private:
         });
     }
 
-    bool happens(double rate) {
-        return rate > 0.0 && std::uniform_real_distribution<double>(0.0, 1.0)(chance_) < rate;
+    // Whether an occasion of chance `rate` happens. Integer arithmetic on the generator's
+    // output, not a standard distribution (whose results differ between standard libraries),
+    // so that a seed replays the same history wherever it is run.
+    static bool draw(std::mt19937_64& rng, double rate) {
+        return rate > 0.0 && static_cast<double>(rng() % 1'000'000) < rate * 1'000'000.0;
     }
+    bool happens(double rate) { return draw(chance_, rate); }
 
     void record(saga_history_event e) {
         e.at = sim_.elapsed();
@@ -251,8 +255,10 @@ private:
         };
         applying_reply_ = "reply " + text(headers::saga_step) + ' ' + text(headers::saga_phase) +
                           ' ' + text(headers::saga_outcome);
+        // Reset however the move ends (an exception from the definition included).
+        const std::unique_ptr<std::optional<std::string>, void (*)(std::optional<std::string>*)>
+            reset(&applying_reply_, [](std::optional<std::string>* p) { p->reset(); });
         const auto ec = (*saga_)(reply, u);
-        applying_reply_.reset();
         if (ec)
             return ec;
         if (auto woke = u.on_commit(orchestrator_->relay->waker()))
@@ -330,7 +336,7 @@ private:
     // command handled again gets the same answer.
     bool declines(const std::string& saga, std::size_t step) const {
         std::mt19937_64 rng(sim_.derive("decline/" + saga + '/' + std::to_string(step)));
-        return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < profile_.decline_rate;
+        return draw(rng, profile_.decline_rate);
     }
 
     void schedule_sagas() {
@@ -408,7 +414,7 @@ private:
         const auto tag = *std::exchange(s.tag, std::nullopt);
         s.worker->async_stop(tag, [this, index](std::error_code ec) {
             if (ec)
-                return; // a drop cancelled it first: it consumes again by itself
+                return; // not cancelled (the subscription was already gone): no outage
             sim_.after(profile_.outage_length, [this, index] {
                 if (!stopping_)
                     start(index);
