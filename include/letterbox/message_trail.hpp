@@ -59,14 +59,19 @@ public:
     message_trail(const message_trail&) = delete;
     message_trail& operator=(const message_trail&) = delete;
 
-    /// Records `m` without its body, unless a message with its id is already in the trail.
+    /// Records `m` without its body, unless a message with its id is already in the trail (a
+    /// message without an id is always recorded).
     void record(const message& m) {
-        message kept = m;
-        kept.body.clear();
         std::lock_guard lock(mutex_);
-        if (!ids_.insert(m.id).second)
+        if (!m.id.is_nil() && !ids_.insert(m.id).second)
             return;
-        messages_.push_back(std::move(kept));
+        auto& kept = messages_.emplace_back(); // everything but the body
+        kept.id = m.id;
+        kept.type = m.type;
+        kept.exchange = m.exchange;
+        kept.routing_key = m.routing_key;
+        kept.headers = m.headers;
+        kept.properties = m.properties;
         if (messages_.size() > capacity_) {
             ids_.erase(messages_.front().id);
             messages_.pop_front();

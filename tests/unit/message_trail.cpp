@@ -49,6 +49,12 @@ TEST_CASE("message_trail keeps the last messages without their bodies, each once
 
     trail.record(sent[0]); // gone, so recorded again, and "b" goes
     CHECK(trail.recent().front().type == "c");
+    lb::message anonymous; // without an id: each one is kept
+    anonymous.type = "no-id";
+    trail.record(anonymous);
+    trail.record(anonymous);
+    CHECK(trail.recent().back().type == "no-id");
+    CHECK(trail.recent()[1].type == "no-id");
     CHECK_THROWS_AS(lb::message_trail(0), lb::error);
 }
 

@@ -36,8 +36,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 /// | DELETE | `/dlq/{queue}` | removes the selected messages (`?all=true` for every one) |
 /// | GET | `/outbox` | the outbox's counts and its pending and parked rows |
 /// | POST | `/outbox/{id}/retry` | unparks a parked row |
-/// | GET | `/conversations/{id}` | one conversation's messages and causal tree, from the trail
-/// (`set_message_trail`) | | GET | `/` | the dashboard page |
+/// | GET | `/conversations/{id}` | a conversation from the trail (`set_message_trail`) |
+/// | GET | `/` | the dashboard page |
 ///
 /// Every JSON error is `{"error": {"code": ..., "message": ...}}`; docs/operations.md has the
 /// whole API.

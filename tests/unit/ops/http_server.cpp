@@ -194,6 +194,7 @@ TEST_CASE("http_server: a conversation from the message trail, as messages and a
     CHECK(j["messages"][0]["causation_id"].is_null());
     CHECK(j["messages"][0]["traceparent"].is_string());
     CHECK(j["tree"] == "order-placed\n  reserve-stock\n");
+    CHECK(j["tree_truncated"] == false);
     CHECK(r.res.body().find("4111") == std::string::npos);                        // never a body
     CHECK(c.get("/conversations/" + conversation, std::nullopt).status() == 200); // metadata
 
@@ -208,6 +209,18 @@ TEST_CASE("http_server: a conversation from the message trail, as messages and a
     CHECK(c.get("/conversations/" + letterbox::to_string(ids())).json()["messages"].empty());
     CHECK(c.post("/conversations/" + conversation, std::string()).status() == 405);
     CHECK(c.get("/conversations").status() == 404);
+
+    // The tree's text is cut at the listing limit.
+    auto small = f.options();
+    small.max_listing_bytes = 16;
+    http_server limited(f.io.get_executor(), small);
+    limited.set_message_trail(trail);
+    REQUIRE_FALSE(limited.listen());
+    client l(f, limited);
+    const auto cut = l.get("/conversations/" + conversation).json();
+    CHECK(cut["tree"] == "order-placed\n  r"); // 16 bytes
+    CHECK(cut["tree_truncated"] == true);
+    CHECK(cut["messages"].size() == 2);
 }
 
 TEST_CASE("http_server: queues and browsing a dead-letter queue with filters",

@@ -302,7 +302,7 @@ LETTERBOX_DECL void server_state::get_metrics(const respond_fn& respond) const {
 
 // A conversation's messages, from the trail: metadata only (ids, types, causes, routing), as
 // /queues and /outbox show, never a body or a header's value besides the tracing ones. The
-// trail bounds the answer (its capacity).
+// trail's capacity bounds the messages, and the listing limit the tree's text.
 LETTERBOX_DECL void server_state::get_conversation(const std::string& id,
                                                    const respond_fn& respond) const {
     if (!conversations_)
@@ -333,7 +333,14 @@ LETTERBOX_DECL void server_state::get_conversation(const std::string& id,
     nlohmann::json body;
     body["conversation"] = key;
     body["messages"] = std::move(list);
-    body["tree"] = to_text(causal_tree(messages, key));
+    // The text indents each generation: a long chain grows it faster than the messages, so it
+    // is cut at the listing limit.
+    auto tree = to_text(causal_tree(messages, key));
+    const bool cut = tree.size() > options_.max_listing_bytes;
+    if (cut)
+        tree.resize(options_.max_listing_bytes);
+    body["tree"] = std::move(tree);
+    body["tree_truncated"] = cut;
     respond(json_response(status::ok, body));
 }
 
