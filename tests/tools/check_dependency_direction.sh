@@ -42,6 +42,7 @@ not_vocabulary=(
     receive_endpoint.hpp           # the consumer with its layers, a layer
     request_client.hpp             # the request client, over a transport: a layer
     responder.hpp                  # the responder, a handler over a transport: a layer
+    message_trail.hpp              # observes the relay's and the consumer's events: a layer
     steady_clock.hpp               # a model of `clock`
     virtual_clock.hpp              # a model of `clock`
     in_memory_unit_of_work.hpp     # a model of `unit_of_work`
