@@ -57,7 +57,9 @@ inline std::vector<saga_violation> check_saga_history(const std::vector<saga_his
             by_saga[h[i].saga].push_back(i);
 
     std::vector<saga_violation> found;
-    for (const auto& [saga, events] : by_saga) {
+    for (const auto& entry : by_saga) {
+        const auto& saga = entry.first; // not a structured binding: lambdas below capture it
+        const auto& events = entry.second;
         std::vector<saga_violation> local;
         const auto violate = [&](saga_invariant which, std::string text,
                                  std::vector<std::size_t> cited) {
