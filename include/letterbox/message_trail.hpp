@@ -43,9 +43,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 ///     letterbox::message_trail trail;
 ///     relay_options o;
 ///     o.on_event = trail.relay_observer();
-///     // ... later: what happened to the conversation of `order_placed`?
-///     std::cout << letterbox::to_text(letterbox::causal_tree(
-///         trail.conversation(letterbox::to_string(order_placed.id)), id));
+///     // ... later: what happened to the conversation `order_placed` began?
+///     const auto id = letterbox::to_string(order_placed.id);
+///     std::cout << letterbox::to_text(letterbox::causal_tree(trail.conversation(id), id));
 class message_trail {
 public:
     /// A trail of the last `capacity` messages. Throws `letterbox::error`

@@ -3,6 +3,7 @@
 
 #include <letterbox/config.hpp>
 #include <letterbox/failpoint.hpp>
+#include <letterbox/testing/detail/swarm_draws.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history_event.hpp>
 #include <letterbox/testing/seed.hpp>
@@ -79,36 +80,27 @@ struct fault_profile {
     /// its count or rate is drawn too (FoundationDB's BUGGIFY: a failpoint is active in half
     /// of the runs, and then fires with a probability drawn between 5 % and 50 %).
     static fault_profile from_seed(std::uint64_t seed) {
-        std::mt19937_64 rng(derive_seed(seed, "fault_profile"));
-        const auto on = [&rng] {
-            return (rng() & 1U) != 0;
-        };
-        const auto count = [&rng, &on](std::uint32_t hi) -> std::uint32_t {
-            return on() ? 1 + static_cast<std::uint32_t>(rng() % hi) : 0;
-        };
-        const auto chance = [&rng](double lo, double hi) {
-            return lo + (hi - lo) * static_cast<double>(rng() % 1001) / 1000.0;
-        };
+        detail::swarm_draws d(derive_seed(seed, "fault_profile"));
         fault_profile p;
-        p.connection_drops = count(3);
-        p.broker_restarts = count(2);
-        p.lost_confirms = count(3);
-        p.publish_nacks = count(3);
-        p.duplicate_deliveries = count(4);
-        p.handler_transient_rate = on() ? chance(0.05, 0.3) : 0.0;
-        p.handler_permanent_failures = count(2);
-        p.poison_message = on();
-        p.slow_consumer_periods = count(2);
-        p.slow_consumer_delay = std::chrono::milliseconds(50 + rng() % 451);
-        p.consumer_cancels = count(2);
-        p.sqlite_busy_periods = count(2);
-        p.sqlite_busy_length = std::chrono::milliseconds(20 + rng() % 281);
+        p.connection_drops = d.count(3);
+        p.broker_restarts = d.count(2);
+        p.lost_confirms = d.count(3);
+        p.publish_nacks = d.count(3);
+        p.duplicate_deliveries = d.count(4);
+        p.handler_transient_rate = d.chance(0.05, 0.3);
+        p.handler_permanent_failures = d.count(2);
+        p.poison_message = d.on();
+        p.slow_consumer_periods = d.count(2);
+        p.slow_consumer_delay = std::chrono::milliseconds(50 + d.next() % 451);
+        p.consumer_cancels = d.count(2);
+        p.sqlite_busy_periods = d.count(2);
+        p.sqlite_busy_length = std::chrono::milliseconds(20 + d.next() % 281);
         for (auto& rate : p.failpoint_rate)
-            rate = on() ? chance(0.05, 0.5) : 0.0;
+            rate = d.chance(0.05, 0.5);
         // Drawn last, so that the draws above (and the profiles of older seeds) stay the same.
-        p.binding_removals = count(2);
-        p.queue_deletions = count(2);
-        p.unroutable_length = std::chrono::milliseconds(100 + rng() % 901);
+        p.binding_removals = d.count(2);
+        p.queue_deletions = d.count(2);
+        p.unroutable_length = std::chrono::milliseconds(100 + d.next() % 901);
         return p;
     }
 

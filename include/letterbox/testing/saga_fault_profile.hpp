@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/testing/detail/swarm_draws.hpp>
 #include <letterbox/testing/seed.hpp>
 
 #include <chrono>
@@ -47,26 +48,17 @@ struct saga_fault_profile {
 
     /// A profile drawn from `seed`.
     static saga_fault_profile from_seed(std::uint64_t seed) {
-        std::mt19937_64 rng(derive_seed(seed, "saga_fault_profile"));
-        const auto on = [&rng] {
-            return (rng() & 1U) != 0;
-        };
-        const auto chance = [&rng, &on](double lo, double hi) {
-            return on() ? lo + (hi - lo) * static_cast<double>(rng() % 1001) / 1000.0 : 0.0;
-        };
-        const auto count = [&rng, &on](std::uint32_t hi) -> std::uint32_t {
-            return on() ? 1 + static_cast<std::uint32_t>(rng() % hi) : 0;
-        };
+        detail::swarm_draws d(derive_seed(seed, "saga_fault_profile"));
         saga_fault_profile p;
-        p.decline_rate = chance(0.1, 0.5);
-        p.transient_rate = chance(0.05, 0.3);
-        p.participant_crash_rate = chance(0.05, 0.3);
-        p.orchestrator_crash_rate = chance(0.05, 0.3);
-        p.outages = count(2);
-        p.outage_length = std::chrono::milliseconds(200 + rng() % 1801);
-        p.connection_drops = count(2);
-        p.lost_confirms = count(3);
-        p.duplicate_publishes = count(4);
+        p.decline_rate = d.chance(0.1, 0.5);
+        p.transient_rate = d.chance(0.05, 0.3);
+        p.participant_crash_rate = d.chance(0.05, 0.3);
+        p.orchestrator_crash_rate = d.chance(0.05, 0.3);
+        p.outages = d.count(2);
+        p.outage_length = std::chrono::milliseconds(200 + d.next() % 1801);
+        p.connection_drops = d.count(2);
+        p.lost_confirms = d.count(3);
+        p.duplicate_publishes = d.count(4);
         return p;
     }
 
