@@ -130,6 +130,11 @@ public:
     /// Whether `store` already staged a write with `key` in this unit.
     bool has_staged(const detail::in_memory_participant& store, std::string_view key) const;
 
+    /// How many writes `store` staged with `key` in this unit (0 after a rollback to a
+    /// savepoint discarded them).
+    std::size_t count_staged(const detail::in_memory_participant& store,
+                             std::string_view key) const;
+
 private:
     struct staged_write {
         detail::in_memory_participant* store;
@@ -272,6 +277,13 @@ inline bool in_memory_unit_of_work::has_staged(const detail::in_memory_participa
                                                std::string_view key) const {
     return std::any_of(writes_.begin(), writes_.end(),
                        [&](const staged_write& w) { return w.store == &store && w.key == key; });
+}
+
+inline std::size_t in_memory_unit_of_work::count_staged(const detail::in_memory_participant& store,
+                                                        std::string_view key) const {
+    return static_cast<std::size_t>(
+        std::count_if(writes_.begin(), writes_.end(),
+                      [&](const staged_write& w) { return w.store == &store && w.key == key; }));
 }
 
 inline void in_memory_unit_of_work::discard() noexcept {

@@ -4,6 +4,7 @@
 /// The core of letterbox: the standard library, nlohmann_json and Boost.Asio headers only.
 /// Optional components have their own umbrellas (`letterbox/testing.hpp`, ...), never
 /// included from here.
+#include <letterbox/append_result.hpp>
 #include <letterbox/backoff/classifier.hpp>
 #include <letterbox/backoff/exponential.hpp>
 #include <letterbox/backoff/fixed.hpp>
@@ -18,6 +19,7 @@
 #include <letterbox/concepts/async_handler.hpp>
 #include <letterbox/concepts/clock.hpp>
 #include <letterbox/concepts/delivery_handler.hpp>
+#include <letterbox/concepts/event_store.hpp>
 #include <letterbox/concepts/handler.hpp>
 #include <letterbox/concepts/inbox_store.hpp>
 #include <letterbox/concepts/outbox_store.hpp>
@@ -40,6 +42,9 @@
 #include <letterbox/dlq/replay_result.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/error_code.hpp>
+#include <letterbox/event_data.hpp>
+#include <letterbox/event_sourcing/in_memory_event_store.hpp>
+#include <letterbox/expected_version.hpp>
 #include <letterbox/field_table.hpp>
 #include <letterbox/group_commit_options.hpp>
 #include <letterbox/group_key.hpp>
@@ -67,6 +72,7 @@
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/payload.hpp>
 #include <letterbox/receive_endpoint.hpp>
+#include <letterbox/recorded_event.hpp>
 #include <letterbox/request_client.hpp>
 #include <letterbox/responder.hpp>
 #include <letterbox/retry.hpp>

@@ -2,9 +2,9 @@
 #pragma once
 
 /// The `letterbox::testing` component: conformance suites for the `transport`,
-/// `outbox_store`, `inbox_store` and `saga_store` concepts, the archetypes, the seed helpers of
-/// randomised tests, and the history recorder with its invariant checkers. Needs Catch2 2.13 and
-/// RapidCheck; link `letterbox::testing`.
+/// `outbox_store`, `inbox_store`, `saga_store` and `event_store` concepts, the archetypes, the
+/// seed helpers of randomised tests, and the history recorder with its invariant checkers.
+/// Needs Catch2 2.13 and RapidCheck; link `letterbox::testing`.
 #include <letterbox/testing/archetypes.hpp>
 #include <letterbox/testing/check_aggregate_order.hpp>
 #include <letterbox/testing/check_all.hpp>
@@ -18,6 +18,7 @@
 #include <letterbox/testing/check_poison_isolation.hpp>
 #include <letterbox/testing/check_saga_history.hpp>
 #include <letterbox/testing/check_saga_simulation.hpp>
+#include <letterbox/testing/event_store_suite.hpp>
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
 #include <letterbox/testing/history.hpp>

@@ -3,10 +3,12 @@
 // the stores (today: the conformance suites' checks) compiles with them, so it uses nothing
 // the concepts do not promise.
 
+#include <letterbox/testing/archetypes/event_store.hpp>
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>
 #include <letterbox/testing/archetypes/saga_store.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
+#include <letterbox/testing/event_store_suite.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
 #include <letterbox/testing/saga_store_suite.hpp>
@@ -17,6 +19,7 @@ namespace lt = letterbox::testing;
 using outbox_archetype = lt::outbox_store_archetype;
 using inbox_archetype = lt::inbox_store_archetype;
 using saga_archetype = lt::saga_store_archetype;
+using event_archetype = lt::event_store_archetype;
 
 static_assert(letterbox::unit_of_work<lt::unit_of_work_archetype>);
 static_assert(letterbox::outbox_store<outbox_archetype>);
@@ -25,10 +28,12 @@ static_assert(letterbox::outbox_store<outbox_archetype>);
 static_assert(!letterbox::outbox_batch_settler<outbox_archetype>);
 static_assert(letterbox::inbox_store<inbox_archetype>);
 static_assert(letterbox::saga_store<saga_archetype>);
+static_assert(letterbox::event_store<event_archetype>);
 
 template struct letterbox::testing::outbox_store_harness<outbox_archetype>;
 template struct letterbox::testing::inbox_store_harness<inbox_archetype>;
 template struct letterbox::testing::saga_store_harness<saga_archetype>;
+template struct letterbox::testing::event_store_harness<event_archetype>;
 
 // clang-format off
 template void lt::detail::outbox_check_add_is_invisible_until_commit<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
@@ -82,4 +87,16 @@ template void lt::detail::saga_check_overlapping_updates_one_commits<saga_archet
 template void lt::detail::saga_check_concurrent_updates_one_commits<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
 template void lt::detail::saga_check_concurrent_starts_one_commits<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
 template void lt::detail::saga_check_concurrent_increments_lose_nothing<saga_archetype>(lt::saga_store_harness<saga_archetype>&);
+template void lt::detail::event_check_append_then_read<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_stale_append_conflicts<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_expected_versions<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_appends_in_one_unit<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_reads_after_with_limit<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_positions_are_global<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_rollback_leaves_no_trace<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_invalid_appends_refused<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_times_never_decrease<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_overlapping_appends_one_commits<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_concurrent_appends_one_commits<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_catch_up_reader_misses_nothing<event_archetype>(lt::event_store_harness<event_archetype>&);
 // clang-format on

@@ -6,10 +6,12 @@
 // and no templates: a line diagnosed for one model must not hide another model's missing
 // attribute.
 
+#include <letterbox/event_sourcing/in_memory_event_store.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/saga/in_memory_saga_store.hpp>
+#include <letterbox/testing/archetypes/event_store.hpp>
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>
 #include <letterbox/testing/archetypes/saga_store.hpp>
@@ -69,6 +71,17 @@ inline void sagas(letterbox::in_memory_saga_store& store,
     store.update(uow, s);               // discarded
     archetype.insert(archetype_uow, s); // discarded
     archetype.update(archetype_uow, s); // discarded
+}
+
+inline void events(letterbox::in_memory_event_store& store,
+                   letterbox::testing::event_store_archetype& archetype,
+                   letterbox::in_memory_unit_of_work& uow,
+                   letterbox::testing::unit_of_work_archetype& archetype_uow,
+                   std::span<const letterbox::event_data> events, store_time now,
+                   letterbox::append_result& result) {
+    const auto any = letterbox::expected_version::any();
+    store.append(uow, "a", any, events, now, result);               // discarded
+    archetype.append(archetype_uow, "a", any, events, now, result); // discarded
 }
 
 #if defined(LETTERBOX_NODISCARD_SQLITE)

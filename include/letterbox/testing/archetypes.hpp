@@ -5,6 +5,7 @@
 /// components can instantiate themselves over these to prove they use only what the concepts
 /// promise (see tests/archetypes/).
 #include <letterbox/testing/archetypes/clock.hpp>
+#include <letterbox/testing/archetypes/event_store.hpp>
 #include <letterbox/testing/archetypes/handler.hpp>
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>

@@ -75,9 +75,6 @@ void insert_committed(saga_store_harness<Store>& h, const saga_instance& instanc
     commit_unit(u);
 }
 
-/// How a write of a unit of its own ended.
-enum class write_outcome { committed, conflict_at_write, conflict_at_commit, error };
-
 /// Writes `instance` (an insert at version 0, else an update) in a unit of its own, then
 /// commits. A conflict from the write rolls the unit back.
 template <saga_store Store>
@@ -86,24 +83,7 @@ write_outcome write_and_commit(saga_store_harness<Store>& h, const saga_instance
     auto u = h.begin();
     const auto ec =
         instance.version == 0 ? h.store.insert(u, instance) : h.store.update(u, instance);
-    if (ec == errc::concurrency_conflict) {
-        if (const auto r = u.rollback(); r && error)
-            *error = "rollback: " + describe(r);
-        return write_outcome::conflict_at_write;
-    }
-    if (ec) {
-        if (error)
-            *error = "write: " + describe(ec);
-        return write_outcome::error;
-    }
-    const auto c = u.commit();
-    if (!c)
-        return write_outcome::committed;
-    if (c == errc::concurrency_conflict)
-        return write_outcome::conflict_at_commit;
-    if (error)
-        *error = "commit: " + describe(c);
-    return write_outcome::error;
+    return finish_write(u, ec, error);
 }
 
 } // namespace store_suite

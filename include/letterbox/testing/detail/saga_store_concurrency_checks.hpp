@@ -23,33 +23,6 @@
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::testing::detail {
 
-namespace store_suite {
-
-/// Runs `write(who, error)` on two threads at once (`who` 0 and 1; it returns how its write
-/// ended and may describe a failure in `error`), then checks that neither failed otherwise and
-/// that exactly one committed. Returns which one.
-template <class Write>
-int race_two_writers(Write write) {
-    std::array<write_outcome, 2> outcomes{write_outcome::error, write_outcome::error};
-    std::array<std::string, 2> errors;
-    auto run = [&](int who) {
-        outcomes[who] = write(who, errors[who]);
-    };
-    std::thread a(run, 0);
-    std::thread b(run, 1);
-    a.join();
-    b.join();
-    CHECK(errors[0].empty());
-    CHECK(errors[1].empty());
-    INFO(errors[0] << errors[1]);
-    REQUIRE((outcomes[0] == write_outcome::committed) != (outcomes[1] == write_outcome::committed));
-    const int winner = outcomes[0] == write_outcome::committed ? 0 : 1;
-    CHECK(outcomes[1 - winner] != write_outcome::error);
-    return winner;
-}
-
-} // namespace store_suite
-
 template <saga_store Store>
 void saga_check_overlapping_updates_one_commits(saga_store_harness<Store>& h) {
     using namespace store_suite;

@@ -11,11 +11,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -63,6 +65,56 @@ void run_check(void (*check)(Harness&)) {
     Harness h{{ctx.store(), [&ctx] { return ctx.begin(); },
                features_of<Fixture, decltype(Harness::features)>()}};
     check(h);
+}
+
+/// How a write of a unit of its own ended.
+enum class write_outcome { committed, conflict_at_write, conflict_at_commit, error };
+
+/// Ends `unit`, whose one write returned `written`: a conflict rolls it back, success commits
+/// it. Says how the write ended, and describes an unexpected failure in `error`.
+template <class UnitOfWork>
+write_outcome finish_write(UnitOfWork& unit, std::error_code written, std::string* error) {
+    if (written == errc::concurrency_conflict) {
+        if (const auto r = unit.rollback(); r && error)
+            *error = "rollback: " + describe(r);
+        return write_outcome::conflict_at_write;
+    }
+    if (written) {
+        if (error)
+            *error = "write: " + describe(written);
+        return write_outcome::error;
+    }
+    const auto c = unit.commit();
+    if (!c)
+        return write_outcome::committed;
+    if (c == errc::concurrency_conflict)
+        return write_outcome::conflict_at_commit;
+    if (error)
+        *error = "commit: " + describe(c);
+    return write_outcome::error;
+}
+
+/// Runs `write(who, error)` on two threads at once (`who` 0 and 1; it returns how its write
+/// ended and may describe a failure in `error`), then checks that neither failed otherwise and
+/// that exactly one committed. Returns which one.
+template <class Write>
+int race_two_writers(Write write) {
+    std::array<write_outcome, 2> outcomes{write_outcome::error, write_outcome::error};
+    std::array<std::string, 2> errors;
+    auto run = [&](int who) {
+        outcomes[who] = write(who, errors[who]);
+    };
+    std::thread a(run, 0);
+    std::thread b(run, 1);
+    a.join();
+    b.join();
+    CHECK(errors[0].empty());
+    CHECK(errors[1].empty());
+    INFO(errors[0] << errors[1]);
+    REQUIRE((outcomes[0] == write_outcome::committed) != (outcomes[1] == write_outcome::committed));
+    const int winner = outcomes[0] == write_outcome::committed ? 0 : 1;
+    CHECK(outcomes[1 - winner] != write_outcome::error);
+    return winner;
 }
 
 } // namespace letterbox::testing::detail::store_suite
