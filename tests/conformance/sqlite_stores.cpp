@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
-// Runs the outbox_store, inbox_store and saga_store conformance suites against the SQLite models,
-// each check on a new database file in a fresh temporary directory.
+// Runs the outbox_store, inbox_store, saga_store and event_store conformance suites against the
+// SQLite models, each check on a new database file in a fresh temporary directory.
 
 #include <letterbox/sqlite/database.hpp>
+#include <letterbox/sqlite/event_store.hpp>
 #include <letterbox/sqlite/inbox_store.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
 #include <letterbox/sqlite/saga_store.hpp>
 #include <letterbox/sqlite/unit_of_work.hpp>
+#include <letterbox/testing/event_store_suite.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
 #include <letterbox/testing/saga_store_suite.hpp>
@@ -21,6 +23,7 @@ namespace conformance_sqlite_stores {
 
 namespace {
 
+using letterbox::testing::event_store_features;
 using letterbox::testing::inbox_store_features;
 using letterbox::testing::outbox_store_features;
 using letterbox::testing::saga_store_features;
@@ -84,10 +87,25 @@ struct sqlite_saga_fixture {
 };
 using sqlite_saga_fixtures = std::tuple<sqlite_saga_fixture>;
 
+struct sqlite_event_fixture {
+    static constexpr event_store_features features{.overlapping_units_of_work = false};
+
+    struct context {
+        std::unique_ptr<sqlite_world<letterbox::sqlite::event_store>> world;
+        letterbox::sqlite::event_store& store() { return world->store; }
+        letterbox::sqlite::unit_of_work begin() { return world->db.begin(); }
+    };
+    static context make() {
+        return {std::make_unique<sqlite_world<letterbox::sqlite::event_store>>()};
+    }
+};
+using sqlite_event_fixtures = std::tuple<sqlite_event_fixture>;
+
 } // namespace
 
 LETTERBOX_OUTBOX_STORE_SUITE(sqlite_outbox_fixtures)
 LETTERBOX_INBOX_STORE_SUITE(sqlite_inbox_fixtures)
 LETTERBOX_SAGA_STORE_SUITE(sqlite_saga_fixtures)
+LETTERBOX_EVENT_STORE_SUITE(sqlite_event_fixtures)
 
 } // namespace conformance_sqlite_stores

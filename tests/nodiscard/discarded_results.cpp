@@ -85,6 +85,14 @@ inline void events(letterbox::in_memory_event_store& store,
 }
 
 #if defined(LETTERBOX_NODISCARD_SQLITE)
+inline void sqlite_events(letterbox::sqlite::event_store& store,
+                          letterbox::sqlite::unit_of_work& uow,
+                          std::span<const letterbox::event_data> events, store_time now,
+                          letterbox::append_result& result) {
+    const auto any = letterbox::expected_version::any();
+    store.append(uow, "a", any, events, now, result); // discarded
+}
+
 inline void sqlite_sagas(letterbox::sqlite::saga_store& store, letterbox::sqlite::unit_of_work& uow,
                          const letterbox::saga_instance& s) {
     store.insert(uow, s); // discarded

@@ -39,6 +39,13 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 ///     letterbox_saga_timeout  (saga_type, id, name) PRIMARY KEY, due_at (indexed); deleting
 ///                             an instance deletes its timeouts (a trigger)
 ///
+/// Version 5 adds the event streams of `event_store`:
+///
+///     letterbox_event         position INTEGER PRIMARY KEY (the rowid: commit order, without
+///                             gaps), stream, version (UNIQUE within its stream), id (the
+///                             event id's 16 bytes, a BLOB), type, data, metadata (JSON text),
+///                             recorded_at
+///
 /// Times are INTEGER microseconds since the Unix epoch (UTC). `headers` and `properties` are
 /// a compact, lossless, versioned binary encoding (every AMQP field type, nested tables, exact
 /// integer widths, raw bytes).

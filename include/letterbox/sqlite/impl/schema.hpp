@@ -288,6 +288,27 @@ BEGIN
     DELETE FROM letterbox_saga_timeout WHERE saga_type = OLD.saga_type AND id = OLD.id;
 END;
 )sql"},
+        {5, "event streams",
+         // One row per event, never updated or deleted. The position is the rowid: a unit
+         // appends at the last position plus one while it holds the write lock, and a
+         // rolled-back insert leaves no row, so positions follow commit order without gaps.
+         // AUTOINCREMENT would cost a write of sqlite_sequence per append, only to keep a
+         // position deleted by hand from being given again; the store never deletes one.
+         // UNIQUE (stream, version) is the index that reads a stream and finds its version, and
+         // the backstop of `append`'s version check.
+         R"sql(
+CREATE TABLE letterbox_event (
+    position    INTEGER PRIMARY KEY CHECK (position >= 1),
+    stream      TEXT    NOT NULL,
+    version     INTEGER NOT NULL CHECK (version >= 1),
+    id          BLOB    NOT NULL,
+    type        TEXT    NOT NULL,
+    data        TEXT    NOT NULL,
+    metadata    TEXT    NOT NULL,
+    recorded_at INTEGER NOT NULL,
+    UNIQUE (stream, version)
+);
+)sql"},
     };
     return steps;
 }
