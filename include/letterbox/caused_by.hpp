@@ -2,7 +2,9 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/event_metadata.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/event_data.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/trace_context.hpp>
@@ -60,6 +62,19 @@ inline void caused_by(const message& cause, message& effect) {
         conversation = letterbox::to_string(cause.id);
     if (conversation)
         effect.headers.set(headers::conversation_id, *conversation);
+}
+
+/// Makes `effect`, an event about to be appended to an `event_store`, a consequence of
+/// `cause`: its `metadata` holds the trace, causation and conversation headers that
+/// `caused_by(cause, m)` sets on a message `m` with the event's id. When the event is
+/// published (`publishing_event_store`), its message carries them, so the trace goes on
+/// through the event. Throws `letterbox::error(errc::invalid_argument)` when `effect` has no
+/// id yet.
+inline void caused_by(const message& cause, event_data& effect) {
+    message m;
+    m.id = effect.id;
+    caused_by(cause, m);
+    effect.metadata = detail::event_metadata_of(m);
 }
 
 /// Makes `root` the first message of a conversation, caused by no message: its trace id is its

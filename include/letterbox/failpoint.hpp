@@ -33,7 +33,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// Whether failpoints are compiled into this program (`LETTERBOX_FAILPOINTS` is defined).
 inline constexpr bool failpoints_enabled = LETTERBOX_FAILPOINTS_ENABLED != 0;
 
-/// The six crash points of the pipeline, in the order a message passes them.
+/// The crash points: the pipeline's six, in the order a message passes them, then a
+/// projection's two.
 ///
 /// - `after_business_commit`: the business transaction and its outbox row committed; the writer
 ///   dies before it wakes the relay (`outbox_relay::waker()`), so the row is found only by the
@@ -52,6 +53,14 @@ inline constexpr bool failpoints_enabled = LETTERBOX_FAILPOINTS_ENABLED != 0;
 ///   dies before removing it from the dead-letter queue
 ///   (`dead_letter_queue_options::after_republish_before_remove`): both copies exist, and the
 ///   inbox absorbs the second.
+///
+/// Two more are a projection's (`projection_runner`), outside the pipeline's six:
+/// - `after_projection_apply_before_commit`: the projection applied a batch of events to its
+///   read model in its unit of work, with the checkpoint's move, and dies before the commit:
+///   both roll back together, and the next runner applies the batch again, once;
+/// - `after_projection_commit_before_wake`: the read model and the checkpoint committed; the
+///   runner dies before it records its new position and wakes the queries waiting for it: the
+///   next runner starts from the committed checkpoint, and applies nothing twice.
 enum class failpoint : std::uint8_t {
     after_business_commit,
     after_publish_before_confirm,
@@ -59,9 +68,11 @@ enum class failpoint : std::uint8_t {
     after_effect_before_inbox_commit,
     after_inbox_commit_before_ack,
     between_republish_and_remove,
+    after_projection_apply_before_commit,
+    after_projection_commit_before_wake,
 };
 
-/// Every failpoint, in pipeline order.
+/// The pipeline's failpoints, in pipeline order (the projection's two are not among them).
 inline constexpr std::array<failpoint, 6> all_failpoints{
     failpoint::after_business_commit,         failpoint::after_publish_before_confirm,
     failpoint::after_confirm_before_mark,     failpoint::after_effect_before_inbox_commit,
@@ -83,6 +94,10 @@ constexpr std::string_view to_string(failpoint p) noexcept {
         return "after_inbox_commit_before_ack";
     case failpoint::between_republish_and_remove:
         return "between_republish_and_remove";
+    case failpoint::after_projection_apply_before_commit:
+        return "after_projection_apply_before_commit";
+    case failpoint::after_projection_commit_before_wake:
+        return "after_projection_commit_before_wake";
     }
     return "unknown";
 }

@@ -5,6 +5,8 @@
 #include <letterbox/concepts/outbox_store.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/consumer_event.hpp>
+#include <letterbox/event_sourcing/projection_batch.hpp>
+#include <letterbox/event_sourcing/projection_stats.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/ops/counter.hpp>
 #include <letterbox/ops/histogram.hpp>
@@ -88,6 +90,23 @@ public:
     /// (typically a `dlq::depth_gauge`'s `value()`), or `NaN` when it returns none yet.
     void watch_dead_letter_queue(std::string queue,
                                  std::function<std::optional<std::uint32_t>()> read);
+
+    /// The gauges of a projection, labelled `projection=name`, read from `runner.stats(ec)`
+    /// (a `projection_runner`'s) when the registry renders: `letterbox_projection_position`
+    /// (its checkpoint), `letterbox_projection_lag_events` (how far behind the event store's
+    /// head) and `letterbox_projection_lag_seconds` (how long the oldest event not applied has
+    /// waited). A store error renders `NaN`.
+    template <class Runner>
+        requires requires(Runner& r, std::error_code& ec) {
+            { r.stats(ec) } -> std::same_as<projection_stats>;
+        }
+    void watch_projection(const std::string& name, Runner& runner);
+
+    /// For `projection_options::on_batch`: counts the events each projection applied
+    /// (`letterbox_projection_applied_total{projection=...}`) and observes each one's
+    /// consistency lag, from its `recorded_at` to the commit that made it visible to queries
+    /// (`letterbox_projection_consistency_lag_seconds{projection=...}`).
+    std::function<void(const projection_batch&)> projection_observer();
 
     /// For `idempotent_handler::on_duplicate`: counts the duplicates the inbox absorbed.
     std::function<void(const message&)> duplicate_observer();

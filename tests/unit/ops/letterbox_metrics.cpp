@@ -7,11 +7,14 @@
 
 #include <letterbox/dlq/depth_gauge.hpp>
 #include <letterbox/dlq/depth_gauge_options.hpp>
+#include <letterbox/event_sourcing/projection_batch.hpp>
+#include <letterbox/event_sourcing/projection_stats.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/ops/metrics_registry.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
+#include <letterbox/recorded_event.hpp>
 #include <letterbox/transport/in_memory/transport.hpp>
 #include <letterbox/virtual_clock.hpp>
 
@@ -74,6 +77,46 @@ TEST_CASE("letterbox_metrics: outbox and inbox gauges are read when rendered", "
     CHECK(prometheus_sample(text, "letterbox_outbox_parked") == 0);
     CHECK(prometheus_sample(text, "letterbox_outbox_oldest_pending_age_seconds") == 90);
     CHECK(prometheus_sample(text, "letterbox_inbox_records") == 1);
+}
+
+TEST_CASE("letterbox_metrics: a projection's position and lag are gauges, its consistency lag a "
+          "histogram",
+          "[ops][metrics][projection]") {
+    using namespace std::chrono_literals;
+    letterbox::ops::metrics_registry reg;
+    letterbox::ops::letterbox_metrics metrics(reg);
+    struct fake_runner {
+        letterbox::projection_stats s;
+        std::error_code fail;
+        letterbox::projection_stats stats(std::error_code& ec) {
+            ec = fail;
+            return s;
+        }
+    } runner{{.position = 40, .head = 45, .lag_events = 5, .lag_time = 1500ms}, {}};
+    metrics.watch_projection("balances", runner);
+    auto text = reg.render();
+    CHECK(prometheus_sample(text, "letterbox_projection_position{projection=\"balances\"}") == 40);
+    CHECK(prometheus_sample(text, "letterbox_projection_lag_events{projection=\"balances\"}") == 5);
+    CHECK(prometheus_sample(text, "letterbox_projection_lag_seconds{projection=\"balances\"}") ==
+          1.5);
+    runner.fail = letterbox::errc::store_busy;
+    CHECK(reg.render().find("letterbox_projection_position{projection=\"balances\"} NaN") !=
+          std::string::npos);
+
+    const letterbox::store_time at{std::chrono::sys_days{std::chrono::year{2026} / 12 / 1}};
+    std::vector<letterbox::recorded_event> events(3);
+    events[0].recorded_at = at - 3ms;
+    events[1].recorded_at = at - 20ms;
+    events[2].recorded_at = at;
+    metrics.projection_observer()({"balances", events, at});
+    text = reg.render();
+    CHECK(prometheus_sample(text, "letterbox_projection_applied_total{projection=\"balances\"}") ==
+          3);
+    CHECK(prometheus_sample(
+              text,
+              "letterbox_projection_consistency_lag_seconds_count{projection=\"balances\"}") == 3);
+    CHECK(prometheus_sample(text, "letterbox_projection_consistency_lag_seconds_bucket{projection="
+                                  "\"balances\",le=\"0.005\"}") == 2);
 }
 
 TEST_CASE("letterbox_metrics: the dead-letter depth is a gauge, and its alert fires above the "

@@ -6,6 +6,7 @@
 
 #include <letterbox/handler_failure.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -167,6 +168,50 @@ letterbox_metrics::watch_dead_letter_queue(std::string queue,
                                       const auto v = read();
                                       return v ? static_cast<double>(*v) : std::nan("");
                                   });
+}
+
+template <class Runner>
+    requires requires(Runner& r, std::error_code& ec) {
+        { r.stats(ec) } -> std::same_as<projection_stats>;
+    }
+void letterbox_metrics::watch_projection(const std::string& name, Runner& runner) {
+    auto read = [&runner](auto field) {
+        return [&runner, field] {
+            std::error_code ec;
+            const auto stats = runner.stats(ec);
+            return ec ? std::nan("") : field(stats);
+        };
+    };
+    const metric_labels labels{{"projection", name}};
+    registry_->add_gauge_function(
+        "letterbox_projection_position", "The last event position a projection applied", labels,
+        read([](const projection_stats& s) { return static_cast<double>(s.position); }));
+    registry_->add_gauge_function(
+        "letterbox_projection_lag_events", "Events appended that a projection has not applied yet",
+        labels, read([](const projection_stats& s) { return static_cast<double>(s.lag_events); }));
+    registry_->add_gauge_function(
+        "letterbox_projection_lag_seconds",
+        "How long the oldest event a projection has not applied has waited", labels,
+        read([](const projection_stats& s) {
+            return std::chrono::duration<double>(s.lag_time).count();
+        }));
+}
+
+inline std::function<void(const projection_batch&)> letterbox_metrics::projection_observer() {
+    return [this](const projection_batch& b) {
+        const metric_labels labels{{"projection", std::string(b.projection)}};
+        registry_
+            ->make_counter("letterbox_projection_applied_total",
+                           "Events a projection applied to its read model", labels)
+            .add(static_cast<double>(b.events.size()));
+        auto& lag = registry_->make_histogram(
+            "letterbox_projection_consistency_lag_seconds",
+            "From an event's append to the projection commit that made it visible to queries",
+            {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0}, labels);
+        for (const auto& e : b.events)
+            lag.observe(detail::seconds(
+                std::max(store_time::duration::zero(), b.committed_at - e.recorded_at)));
+    };
 }
 
 inline std::function<void(const message&)> letterbox_metrics::duplicate_observer() {
