@@ -2,8 +2,9 @@
 #pragma once
 
 /// The `letterbox::testing` component: conformance suites for the `transport`,
-/// `outbox_store`, `inbox_store`, `saga_store` and `event_store` concepts, the archetypes, the
-/// seed helpers of randomised tests, and the history recorder with its invariant checkers.
+/// `outbox_store`, `inbox_store`, `saga_store`, `event_store`, `snapshot_store` and
+/// `checkpoint_store` concepts, the archetypes, the seed helpers of randomised tests, and the
+/// history recorder with its invariant checkers.
 /// Needs Catch2 2.13 and RapidCheck; link `letterbox::testing`.
 #include <letterbox/testing/archetypes.hpp>
 #include <letterbox/testing/check_aggregate_order.hpp>
@@ -18,6 +19,7 @@
 #include <letterbox/testing/check_poison_isolation.hpp>
 #include <letterbox/testing/check_saga_history.hpp>
 #include <letterbox/testing/check_saga_simulation.hpp>
+#include <letterbox/testing/checkpoint_store_suite.hpp>
 #include <letterbox/testing/event_store_suite.hpp>
 #include <letterbox/testing/fault_profile.hpp>
 #include <letterbox/testing/fault_schedule.hpp>
@@ -48,6 +50,7 @@
 #include <letterbox/testing/saga_violation.hpp>
 #include <letterbox/testing/seed.hpp>
 #include <letterbox/testing/simulation.hpp>
+#include <letterbox/testing/snapshot_store_suite.hpp>
 #include <letterbox/testing/temp_directory.hpp>
 #include <letterbox/testing/transport_features.hpp>
 #include <letterbox/testing/transport_suite.hpp>

@@ -3,15 +3,19 @@
 // the stores (today: the conformance suites' checks) compiles with them, so it uses nothing
 // the concepts do not promise.
 
+#include <letterbox/testing/archetypes/checkpoint_store.hpp>
 #include <letterbox/testing/archetypes/event_store.hpp>
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>
 #include <letterbox/testing/archetypes/saga_store.hpp>
+#include <letterbox/testing/archetypes/snapshot_store.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
+#include <letterbox/testing/checkpoint_store_suite.hpp>
 #include <letterbox/testing/event_store_suite.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
 #include <letterbox/testing/saga_store_suite.hpp>
+#include <letterbox/testing/snapshot_store_suite.hpp>
 
 #include <cstdint>
 
@@ -20,6 +24,8 @@ using outbox_archetype = lt::outbox_store_archetype;
 using inbox_archetype = lt::inbox_store_archetype;
 using saga_archetype = lt::saga_store_archetype;
 using event_archetype = lt::event_store_archetype;
+using snapshot_archetype = lt::snapshot_store_archetype;
+using checkpoint_archetype = lt::checkpoint_store_archetype;
 
 static_assert(letterbox::unit_of_work<lt::unit_of_work_archetype>);
 static_assert(letterbox::outbox_store<outbox_archetype>);
@@ -29,11 +35,15 @@ static_assert(!letterbox::outbox_batch_settler<outbox_archetype>);
 static_assert(letterbox::inbox_store<inbox_archetype>);
 static_assert(letterbox::saga_store<saga_archetype>);
 static_assert(letterbox::event_store<event_archetype>);
+static_assert(letterbox::snapshot_store<snapshot_archetype>);
+static_assert(letterbox::checkpoint_store<checkpoint_archetype>);
 
 template struct letterbox::testing::outbox_store_harness<outbox_archetype>;
 template struct letterbox::testing::inbox_store_harness<inbox_archetype>;
 template struct letterbox::testing::saga_store_harness<saga_archetype>;
 template struct letterbox::testing::event_store_harness<event_archetype>;
+template struct letterbox::testing::snapshot_store_harness<snapshot_archetype>;
+template struct letterbox::testing::checkpoint_store_harness<checkpoint_archetype>;
 
 // clang-format off
 template void lt::detail::outbox_check_add_is_invisible_until_commit<outbox_archetype>(lt::outbox_store_harness<outbox_archetype>&);
@@ -99,4 +109,19 @@ template void lt::detail::event_check_times_never_decrease<event_archetype>(lt::
 template void lt::detail::event_check_overlapping_appends_one_commits<event_archetype>(lt::event_store_harness<event_archetype>&);
 template void lt::detail::event_check_concurrent_appends_one_commits<event_archetype>(lt::event_store_harness<event_archetype>&);
 template void lt::detail::event_check_catch_up_reader_misses_nothing<event_archetype>(lt::event_store_harness<event_archetype>&);
+
+template void lt::detail::snapshot_check_save_then_latest<snapshot_archetype>(lt::snapshot_store_harness<snapshot_archetype>&);
+template void lt::detail::snapshot_check_latest_under_both_bounds<snapshot_archetype>(lt::snapshot_store_harness<snapshot_archetype>&);
+template void lt::detail::snapshot_check_same_version_replaced<snapshot_archetype>(lt::snapshot_store_harness<snapshot_archetype>&);
+template void lt::detail::snapshot_check_rollback_leaves_no_trace<snapshot_archetype>(lt::snapshot_store_harness<snapshot_archetype>&);
+template void lt::detail::snapshot_check_invalid_snapshots_refused<snapshot_archetype>(lt::snapshot_store_harness<snapshot_archetype>&);
+template void lt::detail::snapshot_check_drop_deletes_one_stream<snapshot_archetype>(lt::snapshot_store_harness<snapshot_archetype>&);
+template void lt::detail::checkpoint_check_zero_when_none<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
+template void lt::detail::checkpoint_check_save_then_read<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
+template void lt::detail::checkpoint_check_stale_save_conflicts<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
+template void lt::detail::checkpoint_check_back_to_zero<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
+template void lt::detail::checkpoint_check_rollback_leaves_no_trace<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
+template void lt::detail::checkpoint_check_invalid_saves_refused<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
+template void lt::detail::checkpoint_check_overlapping_saves_one_commits<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
+template void lt::detail::checkpoint_check_concurrent_saves_one_commits<checkpoint_archetype>(lt::checkpoint_store_harness<checkpoint_archetype>&);
 // clang-format on

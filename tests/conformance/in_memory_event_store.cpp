@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: BSL-1.0
-// Runs the event_store conformance suite against the in-memory model, and shows that it fails a
-// deliberately broken store.
+// Runs the event_store, snapshot_store and checkpoint_store conformance suites against the
+// in-memory models, and shows that the event_store and checkpoint_store suites fail deliberately
+// broken stores.
 
+#include <letterbox/event_sourcing/in_memory_checkpoint_store.hpp>
 #include <letterbox/event_sourcing/in_memory_event_store.hpp>
+#include <letterbox/event_sourcing/in_memory_snapshot_store.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
+#include <letterbox/testing/checkpoint_store_suite.hpp>
 #include <letterbox/testing/event_store_suite.hpp>
+#include <letterbox/testing/snapshot_store_suite.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -33,6 +38,30 @@ struct in_memory_event_fixture {
     static context make() { return {}; }
 };
 using in_memory_event_fixtures = std::tuple<in_memory_event_fixture>;
+//]
+
+//[in_memory_snapshot_fixture
+struct in_memory_snapshot_fixture {
+    struct context {
+        letterbox::in_memory_snapshot_store store_;
+        letterbox::in_memory_snapshot_store& store() { return store_; }
+        letterbox::in_memory_unit_of_work begin() { return store_.begin(); }
+    };
+    static context make() { return {}; }
+};
+using in_memory_snapshot_fixtures = std::tuple<in_memory_snapshot_fixture>;
+//]
+
+//[in_memory_checkpoint_fixture
+struct in_memory_checkpoint_fixture {
+    struct context {
+        letterbox::in_memory_checkpoint_store store_;
+        letterbox::in_memory_checkpoint_store& store() { return store_; }
+        letterbox::in_memory_unit_of_work begin() { return store_.begin(); }
+    };
+    static context make() { return {}; }
+};
+using in_memory_checkpoint_fixtures = std::tuple<in_memory_checkpoint_fixture>;
 //]
 
 /// A deliberately broken event store, kept to show that the conformance suite fails it: it
@@ -115,9 +144,51 @@ struct check_once_event_fixture {
     static context make() { return {}; }
 };
 
+/// A deliberately broken checkpoint store, kept to show that the conformance suite fails it: it
+/// compares the expected position when `save` is called but not again at commit, so two runners
+/// that read one checkpoint both move it.
+class check_once_checkpoint_store {
+public:
+    using checkpoint_store_concept = letterbox::checkpoint_store_tag;
+    using unit_of_work_type = letterbox::in_memory_unit_of_work;
+
+    std::uint64_t position(std::string_view name, std::error_code& ec) {
+        std::lock_guard lock(core_.mutex);
+        ec.clear();
+        return positions_[std::string(name)];
+    }
+    std::error_code save(unit_of_work_type& u, std::string_view name, std::uint64_t expected,
+                         std::uint64_t position) {
+        std::lock_guard lock(core_.mutex);
+        if (name.empty())
+            return letterbox::errc::invalid_argument;
+        if (positions_[std::string(name)] != expected)
+            return letterbox::errc::concurrency_conflict;
+        return u.stage(core_, std::string(name), nullptr,
+                       [this, key = std::string(name), position] { positions_[key] = position; });
+    }
+
+private:
+    letterbox::detail::in_memory_participant core_;
+    std::map<std::string, std::uint64_t> positions_;
+};
+
+static_assert(letterbox::checkpoint_store<check_once_checkpoint_store>);
+
+struct check_once_checkpoint_fixture {
+    struct context {
+        check_once_checkpoint_store store_;
+        check_once_checkpoint_store& store() { return store_; }
+        letterbox::in_memory_unit_of_work begin() { return {}; }
+    };
+    static context make() { return {}; }
+};
+
 } // namespace
 
 LETTERBOX_EVENT_STORE_SUITE(in_memory_event_fixtures)
+LETTERBOX_SNAPSHOT_STORE_SUITE(in_memory_snapshot_fixtures)
+LETTERBOX_CHECKPOINT_STORE_SUITE(in_memory_checkpoint_fixtures)
 
 TEST_CASE("an in-memory event store's fault injection fails one operation with no effect",
           "[conformance][event_store]") {
@@ -153,6 +224,12 @@ TEST_CASE("event_store conformance fails a store whose positions do not follow c
           "[conformance][event_store][!shouldfail][threads]") {
     letterbox::testing::detail::run_event_store_check<check_once_event_fixture>(
         &letterbox::testing::detail::event_check_catch_up_reader_misses_nothing);
+}
+
+TEST_CASE("checkpoint_store conformance fails a store that compares the position only at save",
+          "[conformance][checkpoint_store][!shouldfail]") {
+    letterbox::testing::detail::run_checkpoint_store_check<check_once_checkpoint_fixture>(
+        &letterbox::testing::detail::checkpoint_check_overlapping_saves_one_commits);
 }
 
 } // namespace conformance_in_memory_event_store

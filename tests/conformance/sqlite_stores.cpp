@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: BSL-1.0
-// Runs the outbox_store, inbox_store, saga_store and event_store conformance suites against the
-// SQLite models, each check on a new database file in a fresh temporary directory.
+// Runs the outbox_store, inbox_store, saga_store, event_store, snapshot_store and
+// checkpoint_store conformance suites against the SQLite models, each check on a new database
+// file in a fresh temporary directory.
 
+#include <letterbox/sqlite/checkpoint_store.hpp>
 #include <letterbox/sqlite/database.hpp>
 #include <letterbox/sqlite/event_store.hpp>
 #include <letterbox/sqlite/inbox_store.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
 #include <letterbox/sqlite/saga_store.hpp>
+#include <letterbox/sqlite/snapshot_store.hpp>
 #include <letterbox/sqlite/unit_of_work.hpp>
+#include <letterbox/testing/checkpoint_store_suite.hpp>
 #include <letterbox/testing/event_store_suite.hpp>
 #include <letterbox/testing/inbox_store_suite.hpp>
 #include <letterbox/testing/outbox_store_suite.hpp>
 #include <letterbox/testing/saga_store_suite.hpp>
+#include <letterbox/testing/snapshot_store_suite.hpp>
 
 #include "support/temp_directory.hpp"
 
@@ -23,10 +28,12 @@ namespace conformance_sqlite_stores {
 
 namespace {
 
+using letterbox::testing::checkpoint_store_features;
 using letterbox::testing::event_store_features;
 using letterbox::testing::inbox_store_features;
 using letterbox::testing::outbox_store_features;
 using letterbox::testing::saga_store_features;
+using letterbox::testing::snapshot_store_features;
 
 using test_support::temp_directory;
 
@@ -101,11 +108,41 @@ struct sqlite_event_fixture {
 };
 using sqlite_event_fixtures = std::tuple<sqlite_event_fixture>;
 
+struct sqlite_snapshot_fixture {
+    static constexpr snapshot_store_features features{.overlapping_units_of_work = false};
+
+    struct context {
+        std::unique_ptr<sqlite_world<letterbox::sqlite::snapshot_store>> world;
+        letterbox::sqlite::snapshot_store& store() { return world->store; }
+        letterbox::sqlite::unit_of_work begin() { return world->db.begin(); }
+    };
+    static context make() {
+        return {std::make_unique<sqlite_world<letterbox::sqlite::snapshot_store>>()};
+    }
+};
+using sqlite_snapshot_fixtures = std::tuple<sqlite_snapshot_fixture>;
+
+struct sqlite_checkpoint_fixture {
+    static constexpr checkpoint_store_features features{.overlapping_units_of_work = false};
+
+    struct context {
+        std::unique_ptr<sqlite_world<letterbox::sqlite::checkpoint_store>> world;
+        letterbox::sqlite::checkpoint_store& store() { return world->store; }
+        letterbox::sqlite::unit_of_work begin() { return world->db.begin(); }
+    };
+    static context make() {
+        return {std::make_unique<sqlite_world<letterbox::sqlite::checkpoint_store>>()};
+    }
+};
+using sqlite_checkpoint_fixtures = std::tuple<sqlite_checkpoint_fixture>;
+
 } // namespace
 
 LETTERBOX_OUTBOX_STORE_SUITE(sqlite_outbox_fixtures)
 LETTERBOX_INBOX_STORE_SUITE(sqlite_inbox_fixtures)
 LETTERBOX_SAGA_STORE_SUITE(sqlite_saga_fixtures)
 LETTERBOX_EVENT_STORE_SUITE(sqlite_event_fixtures)
+LETTERBOX_SNAPSHOT_STORE_SUITE(sqlite_snapshot_fixtures)
+LETTERBOX_CHECKPOINT_STORE_SUITE(sqlite_checkpoint_fixtures)
 
 } // namespace conformance_sqlite_stores

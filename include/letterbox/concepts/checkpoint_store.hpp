@@ -34,7 +34,9 @@ struct checkpoint_store_tag {};
 ///   `errc::concurrency_conflict`, from `save` (nothing staged, `u` usable) or from
 ///   `u.commit()` (nothing applied): of two runners of one projection that read one
 ///   checkpoint, only one moves it, and the other's read-model update rolls back with it.
-///   An empty `name` is `errc::invalid_argument`. One save per name per unit.
+///   An empty `name` is `errc::invalid_argument`. Save a name once per unit: what a second
+///   save of it in the same unit does is the model's to decide (the in-memory model refuses it
+///   as a conflict; SQLite compares it with the first save's position).
 /// - Errors are reported, never thrown for expected failures; `ec` is cleared on success.
 ///   Every operation may be called concurrently from several threads.
 ///

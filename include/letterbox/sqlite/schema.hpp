@@ -39,12 +39,16 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite {
 ///     letterbox_saga_timeout  (saga_type, id, name) PRIMARY KEY, due_at (indexed); deleting
 ///                             an instance deletes its timeouts (a trigger)
 ///
-/// Version 5 adds the event streams of `event_store`:
+/// Version 5 adds the event streams of `event_store`, the snapshots of `snapshot_store` and
+/// the projection checkpoints of `checkpoint_store`:
 ///
 ///     letterbox_event         position INTEGER PRIMARY KEY (the rowid: commit order, without
 ///                             gaps), stream, version (UNIQUE within its stream), id (the
 ///                             event id's 16 bytes, a BLOB), type, data, metadata (JSON text),
 ///                             recorded_at
+///     letterbox_snapshot      (stream, version) PRIMARY KEY, recorded_at, fold_version, state
+///                             (JSON text)
+///     letterbox_checkpoint    name PRIMARY KEY, position (0: from the start)
 ///
 /// Times are INTEGER microseconds since the Unix epoch (UTC). `headers` and `properties` are
 /// a compact, lossless, versioned binary encoding (every AMQP field type, nested tables, exact

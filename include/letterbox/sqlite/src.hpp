@@ -7,9 +7,11 @@
 
 #include <letterbox/config.hpp>
 
+#include <letterbox/sqlite/impl/checkpoint_store.hpp>
 #include <letterbox/sqlite/impl/connection.hpp>
 #include <letterbox/sqlite/impl/database.hpp>
 #include <letterbox/sqlite/impl/event_store.hpp>
 #include <letterbox/sqlite/impl/outbox_store.hpp>
 #include <letterbox/sqlite/impl/saga_store.hpp>
 #include <letterbox/sqlite/impl/schema.hpp>
+#include <letterbox/sqlite/impl/snapshot_store.hpp>

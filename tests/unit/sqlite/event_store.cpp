@@ -97,12 +97,13 @@ std::vector<std::uint64_t> positions(letterbox::sqlite::event_store& store) {
 
 } // namespace
 
-TEST_CASE("sqlite event_store: schema step 5 adds the event table to a version 4 database and "
-          "keeps its rows",
+TEST_CASE("sqlite event_store: schema step 5 adds the event, snapshot and checkpoint tables to a "
+          "version 4 database and keeps its rows",
           "[sqlite][event_store]") {
     REQUIRE(schema::migrations().size() >= 5);
     CHECK(schema::migrations()[4].version == 5);
-    CHECK(schema::migrations()[4].description == "event streams");
+    CHECK(schema::migrations()[4].description ==
+          "event streams, snapshots and projection checkpoints");
 
     temp_directory dir;
     const auto path = dir.file("v4.db");
@@ -125,14 +126,17 @@ TEST_CASE("sqlite event_store: schema step 5 adds the event table to a version 4
                              "INSERT INTO letterbox_saga VALUES ('order', 'o-1', 'order-1', "
                              "'started', 1, '{}', 0, 0)"));
         REQUIRE_FALSE(c.exec("COMMIT"));
-        CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE name = 'letterbox_event'") == 0);
+        CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE name IN ('letterbox_event', "
+                        "'letterbox_snapshot', 'letterbox_checkpoint')") == 0);
     }
 
     auto db = database::open(path); // migrates
     auto c = open_raw(path);
     CHECK(int_of(c, "SELECT version FROM letterbox_schema_version") == schema::latest_version());
-    CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
-                    "'letterbox_event'") == 1);
+    CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                    "('letterbox_event', 'letterbox_snapshot', 'letterbox_checkpoint')") == 3);
+    CHECK(int_of(c, "SELECT count(*) FROM letterbox_snapshot") == 0);
+    CHECK(int_of(c, "SELECT count(*) FROM letterbox_checkpoint") == 0);
     CHECK(int_of(c, "SELECT count(*) FROM letterbox_saga") == 1);
     letterbox::sqlite::saga_store sagas(db);
     std::error_code ec;

@@ -288,7 +288,7 @@ BEGIN
     DELETE FROM letterbox_saga_timeout WHERE saga_type = OLD.saga_type AND id = OLD.id;
 END;
 )sql"},
-        {5, "event streams",
+        {5, "event streams, snapshots and projection checkpoints",
          // One row per event, never updated or deleted. The position is the rowid: a unit
          // appends at the last position plus one while it holds the write lock, and a
          // rolled-back insert leaves no row, so positions follow commit order without gaps.
@@ -296,6 +296,11 @@ END;
          // position deleted by hand from being given again; the store never deletes one.
          // UNIQUE (stream, version) is the index that reads a stream and finds its version, and
          // the backstop of `append`'s version check.
+         // Snapshots are a cache of folds, apart from the events so that dropping them touches
+         // no event. A state may be large, so the table keeps its rowid (a WITHOUT ROWID table
+         // stores whole rows in its key's b-tree); the primary key is the index `latest` reads
+         // backwards from a version. A checkpoint is one small row per projection, compared and
+         // moved by `UPDATE ... WHERE position = ?` in the read model's unit.
          R"sql(
 CREATE TABLE letterbox_event (
     position    INTEGER PRIMARY KEY CHECK (position >= 1),
@@ -308,6 +313,20 @@ CREATE TABLE letterbox_event (
     recorded_at INTEGER NOT NULL,
     UNIQUE (stream, version)
 );
+
+CREATE TABLE letterbox_snapshot (
+    stream       TEXT    NOT NULL,
+    version      INTEGER NOT NULL CHECK (version >= 1),
+    recorded_at  INTEGER NOT NULL,
+    fold_version INTEGER NOT NULL,
+    state        TEXT    NOT NULL,
+    PRIMARY KEY (stream, version)
+);
+
+CREATE TABLE letterbox_checkpoint (
+    name     TEXT    NOT NULL PRIMARY KEY,
+    position INTEGER NOT NULL CHECK (position >= 0)
+) WITHOUT ROWID;
 )sql"},
     };
     return steps;
