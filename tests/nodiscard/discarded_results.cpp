@@ -6,16 +6,24 @@
 // and no templates: a line diagnosed for one model must not hide another model's missing
 // attribute.
 
+#include <letterbox/event_sourcing/aggregate_repository.hpp>
+#include <letterbox/event_sourcing/in_memory_checkpoint_store.hpp>
 #include <letterbox/event_sourcing/in_memory_event_store.hpp>
+#include <letterbox/event_sourcing/in_memory_snapshot_store.hpp>
+#include <letterbox/event_sourcing/projection_runner.hpp>
+#include <letterbox/event_sourcing/publishing_event_store.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/saga/in_memory_saga_store.hpp>
+#include <letterbox/testing/archetypes/checkpoint_store.hpp>
 #include <letterbox/testing/archetypes/event_store.hpp>
 #include <letterbox/testing/archetypes/inbox_store.hpp>
 #include <letterbox/testing/archetypes/outbox_store.hpp>
 #include <letterbox/testing/archetypes/saga_store.hpp>
+#include <letterbox/testing/archetypes/snapshot_store.hpp>
 #include <letterbox/testing/archetypes/unit_of_work.hpp>
+#include <letterbox/virtual_clock.hpp>
 
 #if defined(LETTERBOX_NODISCARD_SQLITE)
 #include <letterbox/sqlite.hpp>
@@ -84,7 +92,66 @@ inline void events(letterbox::in_memory_event_store& store,
     archetype.append(archetype_uow, "a", any, events, now, result); // discarded
 }
 
+inline void snapshots(letterbox::in_memory_snapshot_store& store,
+                      letterbox::testing::snapshot_store_archetype& archetype,
+                      letterbox::in_memory_unit_of_work& uow,
+                      letterbox::testing::unit_of_work_archetype& archetype_uow,
+                      const letterbox::snapshot& snap) {
+    store.save(uow, snap);               // discarded
+    archetype.save(archetype_uow, snap); // discarded
+}
+
+inline void checkpoints(letterbox::in_memory_checkpoint_store& store,
+                        letterbox::testing::checkpoint_store_archetype& archetype,
+                        letterbox::in_memory_unit_of_work& uow,
+                        letterbox::testing::unit_of_work_archetype& archetype_uow) {
+    store.save(uow, "balances", 0, 7);               // discarded
+    archetype.save(archetype_uow, "balances", 0, 7); // discarded
+}
+
+struct counter_fold {
+    using state_type = int;
+    static constexpr std::uint32_t fold_version = 1;
+    void apply(int& n, const letterbox::recorded_event&) const { ++n; }
+};
+struct nothing_projection {
+    using unit_of_work_type = letterbox::in_memory_unit_of_work;
+    letterbox::in_memory_unit_of_work begin() { return {}; }
+    std::error_code apply(unit_of_work_type&, const letterbox::recorded_event&) { return {}; }
+    std::error_code reset(unit_of_work_type&) { return {}; }
+};
+using publishing = letterbox::publishing_event_store<letterbox::in_memory_event_store,
+                                                     letterbox::in_memory_outbox_store>;
+using repository = letterbox::aggregate_repository<counter_fold, letterbox::in_memory_event_store,
+                                                   letterbox::in_memory_snapshot_store>;
+using runner = letterbox::projection_runner<letterbox::in_memory_event_store,
+                                            letterbox::in_memory_checkpoint_store,
+                                            nothing_projection, letterbox::virtual_clock>;
+
+inline void event_sourcing(publishing& events, repository& accounts, runner& projection,
+                           letterbox::in_memory_unit_of_work& uow,
+                           const letterbox::aggregate<int>& a,
+                           std::span<const letterbox::event_data> e, store_time now,
+                           letterbox::append_result& result) {
+    const auto any = letterbox::expected_version::any();
+    events.append(uow, "a", any, e, now, result); // discarded
+    accounts.append(uow, a, e, now, result);      // discarded
+    accounts.save_snapshot(uow, a);               // discarded
+    projection.reset();                           // discarded
+}
+
 #if defined(LETTERBOX_NODISCARD_SQLITE)
+inline void sqlite_snapshots(letterbox::sqlite::snapshot_store& store,
+                             letterbox::sqlite::unit_of_work& uow,
+                             const letterbox::snapshot& snap) {
+    store.save(uow, snap); // discarded
+}
+
+inline void sqlite_checkpoints(letterbox::sqlite::checkpoint_store& store,
+                               letterbox::sqlite::unit_of_work& uow) {
+    store.save(uow, "balances", 0, 7); // discarded
+}
+
 inline void sqlite_events(letterbox::sqlite::event_store& store,
                           letterbox::sqlite::unit_of_work& uow,
                           std::span<const letterbox::event_data> events, store_time now,
