@@ -4,6 +4,8 @@
 
 #include <letterbox/concepts/checkpoint_store.hpp>
 
+#include "unit/concepts/store_parts.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -15,14 +17,10 @@ namespace unit_concepts_checkpoint_store {
 
 namespace {
 
-struct uow {
-    std::error_code commit() { return {}; }
-    std::error_code rollback() { return {}; }
-    std::error_code on_commit(std::function<void()>) { return {}; }
-};
-struct not_a_uow {
-    std::error_code commit() { return {}; }
-};
+using unit_concepts_store_parts::has_bad_uow;
+using unit_concepts_store_parts::has_uow;
+using unit_concepts_store_parts::store_of;
+using unit_concepts_store_parts::uow;
 
 // One part per clause; a store is the sum of its parts.
 struct opted_in {
@@ -31,12 +29,6 @@ struct opted_in {
 struct opted_in_elsewhere {
     struct other_tag {};
     using checkpoint_store_concept = other_tag;
-};
-struct has_uow {
-    using unit_of_work_type = uow;
-};
-struct has_bad_uow {
-    using unit_of_work_type = not_a_uow;
 };
 struct with_position {
     std::uint64_t position(std::string_view, std::error_code&) { return {}; }
@@ -53,9 +45,6 @@ struct with_save_without_expected {
 struct with_save_without_a_unit {
     std::error_code save(std::string_view, std::uint64_t, std::uint64_t) { return {}; }
 };
-
-template <class... Parts>
-struct store_of : Parts... {};
 
 } // namespace
 

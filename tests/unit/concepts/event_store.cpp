@@ -4,6 +4,8 @@
 
 #include <letterbox/concepts/event_store.hpp>
 
+#include "unit/concepts/store_parts.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -24,14 +26,10 @@ using letterbox::expected_version;
 using letterbox::recorded_event;
 using letterbox::store_time;
 
-struct uow {
-    std::error_code commit() { return {}; }
-    std::error_code rollback() { return {}; }
-    std::error_code on_commit(std::function<void()>) { return {}; }
-};
-struct not_a_uow {
-    std::error_code commit() { return {}; }
-};
+using unit_concepts_store_parts::has_bad_uow;
+using unit_concepts_store_parts::has_uow;
+using unit_concepts_store_parts::store_of;
+using unit_concepts_store_parts::uow;
 
 // One part per clause; a store is the sum of its parts.
 struct opted_in {
@@ -40,12 +38,6 @@ struct opted_in {
 struct opted_in_elsewhere {
     struct other_tag {};
     using event_store_concept = other_tag;
-};
-struct has_uow {
-    using unit_of_work_type = uow;
-};
-struct has_bad_uow {
-    using unit_of_work_type = not_a_uow;
 };
 struct with_append {
     std::error_code append(uow&, std::string_view, expected_version, std::span<const event_data>,
@@ -90,9 +82,6 @@ struct with_stream_version {
 struct with_head_position {
     std::uint64_t head_position(std::error_code&) { return {}; }
 };
-
-template <class... Parts>
-struct store_of : Parts... {};
 
 } // namespace
 

@@ -4,6 +4,8 @@
 
 #include <letterbox/concepts/inbox_store.hpp>
 
+#include "unit/concepts/store_parts.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -18,14 +20,10 @@ namespace {
 using letterbox::message_id;
 using letterbox::store_time;
 
-struct uow {
-    std::error_code commit() { return {}; }
-    std::error_code rollback() { return {}; }
-    std::error_code on_commit(std::function<void()>) { return {}; }
-};
-struct not_a_uow {
-    std::error_code commit() { return {}; }
-};
+using unit_concepts_store_parts::has_bad_uow;
+using unit_concepts_store_parts::has_uow;
+using unit_concepts_store_parts::store_of;
+using unit_concepts_store_parts::uow;
 
 // One part per clause; a store is the sum of its parts.
 struct opted_in {
@@ -34,12 +32,6 @@ struct opted_in {
 struct opted_in_elsewhere {
     struct other_tag {};
     using inbox_store_concept = other_tag;
-};
-struct has_uow {
-    using unit_of_work_type = uow;
-};
-struct has_bad_uow {
-    using unit_of_work_type = not_a_uow;
 };
 struct with_try_record {
     std::error_code try_record(uow&, std::string_view, const message_id&, store_time) { return {}; }
@@ -56,9 +48,6 @@ struct with_size {
 struct with_purge {
     std::size_t purge(store_time, std::error_code&) { return {}; }
 };
-
-template <class... Parts>
-struct store_of : Parts... {};
 
 using complete = store_of<opted_in, has_uow, with_try_record, with_contains, with_size, with_purge>;
 

@@ -4,6 +4,8 @@
 
 #include <letterbox/concepts/outbox_store.hpp>
 
+#include "unit/concepts/store_parts.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -25,14 +27,10 @@ using letterbox::outbox_record;
 using letterbox::outbox_stats;
 using letterbox::store_time;
 
-struct uow {
-    std::error_code commit() { return {}; }
-    std::error_code rollback() { return {}; }
-    std::error_code on_commit(std::function<void()>) { return {}; }
-};
-struct not_a_uow {
-    std::error_code commit() { return {}; }
-};
+using unit_concepts_store_parts::has_bad_uow;
+using unit_concepts_store_parts::has_uow;
+using unit_concepts_store_parts::store_of;
+using unit_concepts_store_parts::uow;
 
 // One part per clause; a store is the sum of its parts.
 struct opted_in {
@@ -41,12 +39,6 @@ struct opted_in {
 struct opted_in_elsewhere {
     struct other_tag {};
     using outbox_store_concept = other_tag;
-};
-struct has_uow {
-    using unit_of_work_type = uow;
-};
-struct has_bad_uow {
-    using unit_of_work_type = not_a_uow;
 };
 struct with_add {
     std::error_code add(uow&, const outbox_entry&, store_time) { return {}; }
@@ -96,9 +88,6 @@ struct with_list {
 struct with_stats {
     outbox_stats stats(store_time, std::error_code&) { return {}; }
 };
-
-template <class... Parts>
-struct store_of : Parts... {};
 
 using complete = store_of<opted_in, has_uow, with_add, with_claim, with_release,
                           with_mark_published, with_record_failure, with_park, with_unpark,

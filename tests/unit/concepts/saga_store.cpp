@@ -4,6 +4,8 @@
 
 #include <letterbox/concepts/saga_store.hpp>
 
+#include "unit/concepts/store_parts.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -21,14 +23,10 @@ using letterbox::saga_instance;
 using letterbox::saga_timeout_due;
 using letterbox::store_time;
 
-struct uow {
-    std::error_code commit() { return {}; }
-    std::error_code rollback() { return {}; }
-    std::error_code on_commit(std::function<void()>) { return {}; }
-};
-struct not_a_uow {
-    std::error_code commit() { return {}; }
-};
+using unit_concepts_store_parts::has_bad_uow;
+using unit_concepts_store_parts::has_uow;
+using unit_concepts_store_parts::store_of;
+using unit_concepts_store_parts::uow;
 
 // One part per clause; a store is the sum of its parts.
 struct opted_in {
@@ -37,12 +35,6 @@ struct opted_in {
 struct opted_in_elsewhere {
     struct other_tag {};
     using saga_store_concept = other_tag;
-};
-struct has_uow {
-    using unit_of_work_type = uow;
-};
-struct has_bad_uow {
-    using unit_of_work_type = not_a_uow;
 };
 struct with_insert {
     std::error_code insert(uow&, const saga_instance&) { return {}; }
@@ -81,9 +73,6 @@ struct with_due_timeouts {
 struct with_purge_finished {
     std::size_t purge_finished(store_time, std::error_code&) { return {}; }
 };
-
-template <class... Parts>
-struct store_of : Parts... {};
 
 } // namespace
 

@@ -4,6 +4,8 @@
 
 #include <letterbox/concepts/snapshot_store.hpp>
 
+#include "unit/concepts/store_parts.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -21,14 +23,10 @@ namespace {
 using letterbox::snapshot;
 using letterbox::store_time;
 
-struct uow {
-    std::error_code commit() { return {}; }
-    std::error_code rollback() { return {}; }
-    std::error_code on_commit(std::function<void()>) { return {}; }
-};
-struct not_a_uow {
-    std::error_code commit() { return {}; }
-};
+using unit_concepts_store_parts::has_bad_uow;
+using unit_concepts_store_parts::has_uow;
+using unit_concepts_store_parts::store_of;
+using unit_concepts_store_parts::uow;
 
 // One part per clause; a store is the sum of its parts.
 struct opted_in {
@@ -37,12 +35,6 @@ struct opted_in {
 struct opted_in_elsewhere {
     struct other_tag {};
     using snapshot_store_concept = other_tag;
-};
-struct has_uow {
-    using unit_of_work_type = uow;
-};
-struct has_bad_uow {
-    using unit_of_work_type = not_a_uow;
 };
 struct with_save {
     std::error_code save(uow&, const snapshot&) { return {}; }
@@ -72,9 +64,6 @@ struct with_drop {
 struct with_drop_returning_the_error {
     std::error_code drop(std::string_view) { return {}; }
 };
-
-template <class... Parts>
-struct store_of : Parts... {};
 
 } // namespace
 

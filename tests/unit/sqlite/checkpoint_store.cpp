@@ -24,6 +24,7 @@ static_assert(letterbox::checkpoint_store<letterbox::sqlite::checkpoint_store>);
 
 namespace {
 
+using letterbox_sqlite_test::open_raw;
 using namespace std::string_literals;
 using letterbox::errc;
 using letterbox::sqlite::connection;
@@ -31,14 +32,6 @@ using letterbox::sqlite::database;
 using letterbox::sqlite::database_options;
 using letterbox_sqlite_test::int_of;
 using letterbox_sqlite_test::temp_directory;
-
-/// A connection of its own on `path`, to look at the table as it is.
-connection open_raw(const std::string& path) {
-    std::error_code ec;
-    auto c = connection::open(path, database_options{}, ec);
-    REQUIRE_FALSE(ec);
-    return c;
-}
 
 /// Moves `name` from `expected` to `position` in a unit of its own; returns what the save said
 /// (the unit is committed after a success, and must commit).

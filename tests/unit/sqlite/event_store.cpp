@@ -32,6 +32,8 @@ static_assert(letterbox::event_store<letterbox::sqlite::event_store>);
 
 namespace {
 
+using letterbox_sqlite_test::install_schema;
+using letterbox_sqlite_test::open_raw;
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 using letterbox::append_result;
@@ -54,14 +56,6 @@ std::vector<event_data> events_of(const std::string& type, std::size_t count) {
     for (std::size_t i = 0; i < count; ++i)
         events.push_back({ids(), type, R"({"n":)" + std::to_string(i) + "}", ""});
     return events;
-}
-
-/// A connection of its own on `path`, to look at the table as it is.
-connection open_raw(const std::string& path) {
-    std::error_code ec;
-    auto c = connection::open(path, database_options{}, ec);
-    REQUIRE_FALSE(ec);
-    return c;
 }
 
 /// Appends `events` to `stream` in a unit of its own, committed; returns the result.
@@ -110,20 +104,9 @@ TEST_CASE("sqlite event_store: schema step 5 adds the event, snapshot and checkp
     {
         // Version 4, as the previous release left it, with a saga instance.
         auto c = open_raw(path);
-        // Step 3 calls the function `schema::migrate` lends it; on an empty inbox, any will do.
-        REQUIRE(sqlite3_create_function_v2(
-                    c.native_handle(), "letterbox_uuid_bytes", 1, SQLITE_UTF8, nullptr,
-                    [](sqlite3_context* context, int, sqlite3_value** args) {
-                        sqlite3_result_value(context, args[0]);
-                    },
-                    nullptr, nullptr, nullptr) == SQLITE_OK);
         REQUIRE_FALSE(c.exec("BEGIN"));
-        for (std::size_t step = 0; step < 4; ++step)
-            REQUIRE_FALSE(c.exec(schema::migrations()[step].sql));
-        REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
-                             "version INTEGER NOT NULL); INSERT INTO letterbox_schema_version "
-                             "VALUES ('letterbox.sqlite', 4); "
-                             "INSERT INTO letterbox_saga VALUES ('order', 'o-1', 'order-1', "
+        install_schema(c, 4);
+        REQUIRE_FALSE(c.exec("INSERT INTO letterbox_saga VALUES ('order', 'o-1', 'order-1', "
                              "'started', 1, '{}', 0, 0)"));
         REQUIRE_FALSE(c.exec("COMMIT"));
         CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE name IN ('letterbox_event', "

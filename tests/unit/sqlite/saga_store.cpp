@@ -26,6 +26,8 @@ static_assert(letterbox::saga_store<letterbox::sqlite::saga_store>);
 
 namespace {
 
+using letterbox_sqlite_test::install_schema;
+using letterbox_sqlite_test::open_raw;
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 using letterbox::errc;
@@ -53,14 +55,6 @@ saga_instance order(const std::string& id, const std::string& correlation,
     s.timeouts = std::move(timeouts);
     s.updated_at = t0();
     return s;
-}
-
-/// A connection of its own on `path`, to look at the tables as they are.
-connection open_raw(const std::string& path) {
-    std::error_code ec;
-    auto c = connection::open(path, database_options{}, ec);
-    REQUIRE_FALSE(ec);
-    return c;
 }
 
 /// The committed instance of the order saga with this id; fails the test when there is none.
@@ -97,20 +91,9 @@ TEST_CASE("sqlite saga_store: schema step 4 adds the saga tables to a version 3 
     {
         // Version 3, as the previous release left it, with an inbox record.
         auto c = open_raw(path);
-        // Step 3 calls the function `schema::migrate` lends it; on an empty inbox, any will do.
-        REQUIRE(sqlite3_create_function_v2(
-                    c.native_handle(), "letterbox_uuid_bytes", 1, SQLITE_UTF8, nullptr,
-                    [](sqlite3_context* context, int, sqlite3_value** args) {
-                        sqlite3_result_value(context, args[0]);
-                    },
-                    nullptr, nullptr, nullptr) == SQLITE_OK);
         REQUIRE_FALSE(c.exec("BEGIN"));
-        for (std::size_t step = 0; step < 3; ++step)
-            REQUIRE_FALSE(c.exec(schema::migrations()[step].sql));
-        REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
-                             "version INTEGER NOT NULL); INSERT INTO letterbox_schema_version "
-                             "VALUES ('letterbox.sqlite', 3); "
-                             "INSERT INTO letterbox_inbox VALUES ('billing', x'00', 0)"));
+        install_schema(c, 3);
+        REQUIRE_FALSE(c.exec("INSERT INTO letterbox_inbox VALUES ('billing', x'00', 0)"));
         REQUIRE_FALSE(c.exec("COMMIT"));
         CHECK(int_of(c, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'letterbox_saga%'") ==
               0);

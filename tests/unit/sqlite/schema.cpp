@@ -33,28 +33,12 @@ using letterbox::sqlite::connection;
 using letterbox::sqlite::database;
 using letterbox::sqlite::database_options;
 using letterbox::sqlite::schema;
+using letterbox_sqlite_test::install_schema;
 using letterbox_sqlite_test::int_of;
+using letterbox_sqlite_test::open_raw;
 using letterbox_sqlite_test::t0;
 using letterbox_sqlite_test::temp_directory;
 using namespace std::chrono_literals;
-
-connection open_raw(const std::string& path) {
-    std::error_code ec;
-    auto c = connection::open(path, database_options{}, ec);
-    REQUIRE_FALSE(ec);
-    return c;
-}
-
-/// Installs the schema as release `version` left it, in `c`'s open transaction: the steps up
-/// to `version` and the version row.
-void install_schema(connection& c, int version) {
-    for (int step = 0; step < version; ++step)
-        REQUIRE_FALSE(c.exec(schema::migrations()[static_cast<std::size_t>(step)].sql));
-    REQUIRE_FALSE(c.exec("CREATE TABLE letterbox_schema_version (component TEXT PRIMARY KEY, "
-                         "version INTEGER NOT NULL)"));
-    REQUIRE_FALSE(c.exec("INSERT INTO letterbox_schema_version VALUES ('letterbox.sqlite', " +
-                         std::to_string(version) + ")"));
-}
 
 } // namespace
 

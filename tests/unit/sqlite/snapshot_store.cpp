@@ -24,6 +24,7 @@ static_assert(letterbox::snapshot_store<letterbox::sqlite::snapshot_store>);
 
 namespace {
 
+using letterbox_sqlite_test::open_raw;
 using namespace std::chrono_literals;
 using namespace std::string_literals;
 using letterbox::errc;
@@ -37,14 +38,6 @@ using letterbox_sqlite_test::t0;
 using letterbox_sqlite_test::temp_directory;
 
 constexpr auto any_version = std::numeric_limits<std::uint64_t>::max();
-
-/// A connection of its own on `path`, to look at the table as it is.
-connection open_raw(const std::string& path) {
-    std::error_code ec;
-    auto c = connection::open(path, database_options{}, ec);
-    REQUIRE_FALSE(ec);
-    return c;
-}
 
 /// Saves `snap` in a unit of its own, committed.
 void save_committed(database& db, letterbox::sqlite::snapshot_store& store, const snapshot& snap) {
