@@ -65,7 +65,8 @@ inline void caused_by(const message& cause, message& effect) {
 }
 
 /// Makes `effect`, an event about to be appended to an `event_store`, a consequence of
-/// `cause`: its `metadata` holds the trace, causation and conversation headers that
+/// `cause`: its `metadata` becomes (is replaced by) the trace, causation and conversation
+/// headers that
 /// `caused_by(cause, m)` sets on a message `m` with the event's id. When the event is
 /// published (`publishing_event_store`), its message carries them, so the trace goes on
 /// through the event. Throws `letterbox::error(errc::invalid_argument)` when `effect` has no

@@ -15,8 +15,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 ///   same id, so a consumer's inbox and the event store name the event alike.
 /// - `type` names what happened ("deposited"); it is never empty.
 /// - `data` is the event's body, as JSON text.
-/// - `metadata` is JSON text about the event rather than of it: the correlation, causation,
-///   conversation and trace headers of the message that caused it. Empty when there are none.
+/// - `metadata` is JSON text about the event rather than of it: the causation, conversation
+///   (letterbox's correlation of a flow) and trace headers of the message that caused it, as
+///   `caused_by(cause, event)` writes them. Empty when there are none.
 struct event_data {
     message_id id{};
     std::string type{};

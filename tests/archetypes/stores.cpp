@@ -107,6 +107,7 @@ template void lt::detail::event_check_rollback_leaves_no_trace<event_archetype>(
 template void lt::detail::event_check_invalid_appends_refused<event_archetype>(lt::event_store_harness<event_archetype>&);
 template void lt::detail::event_check_times_never_decrease<event_archetype>(lt::event_store_harness<event_archetype>&);
 template void lt::detail::event_check_overlapping_appends_one_commits<event_archetype>(lt::event_store_harness<event_archetype>&);
+template void lt::detail::event_check_positions_follow_commit_order<event_archetype>(lt::event_store_harness<event_archetype>&);
 template void lt::detail::event_check_concurrent_appends_one_commits<event_archetype>(lt::event_store_harness<event_archetype>&);
 template void lt::detail::event_check_catch_up_reader_misses_nothing<event_archetype>(lt::event_store_harness<event_archetype>&);
 

@@ -220,6 +220,12 @@ TEST_CASE("event_store conformance fails a store whose rollback consumes positio
         &letterbox::testing::detail::event_check_rollback_leaves_no_trace);
 }
 
+TEST_CASE("event_store conformance fails a store whose positions follow append order",
+          "[conformance][event_store][!shouldfail]") {
+    letterbox::testing::detail::run_event_store_check<check_once_event_fixture>(
+        &letterbox::testing::detail::event_check_positions_follow_commit_order);
+}
+
 TEST_CASE("event_store conformance fails a store whose positions do not follow commit order",
           "[conformance][event_store][!shouldfail][threads]") {
     letterbox::testing::detail::run_event_store_check<check_once_event_fixture>(

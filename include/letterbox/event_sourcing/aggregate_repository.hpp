@@ -38,8 +38,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// - **Loads** start from the latest snapshot no later than the point asked for (`load`: the
 ///   stream's head; `load_at_version`; `load_at_time`: the last event recorded at or before
 ///   the time), then fold the events after it, up to that point. A snapshot taken by another
-///   `Fold::fold_version`, or whose state does not parse, is ignored (`snapshot_ignored`),
-///   and the load folds from the first event: a snapshot is a cache, never a source of truth.
+///   `Fold::fold_version`, whose state does not parse, or that the snapshot store fails to
+///   read, is ignored (`snapshot_ignored`), and the load folds from the first event: a
+///   snapshot is a cache, never a source of truth.
 /// - **Appends** (`append`) expect the stream to be still at the aggregate's version: a
 ///   writer that loaded an older version gets `errc::concurrency_conflict`, loads again and
 ///   decides again. When the loaded aggregate passed a multiple of `snapshot_every` since its
@@ -122,7 +123,8 @@ public:
     }
 
     /// Saves a snapshot of `a` in `u` (the state after its event `a.version`). Nothing to save
-    /// for an aggregate at version 0.
+    /// for an aggregate at version 0, nor for a state that JSON cannot hold (text that is not
+    /// UTF-8): a snapshot never fails an append.
     [[nodiscard]] std::error_code save_snapshot(unit_of_work_type& u, const aggregate_type& a) {
         if (a.version == 0)
             return {};
@@ -131,7 +133,11 @@ public:
         s.version = a.version;
         s.recorded_at = a.recorded_at;
         s.fold_version = static_cast<std::uint32_t>(Fold::fold_version);
-        s.state = nlohmann::json(a.state).dump();
+        try {
+            s.state = nlohmann::json(a.state).dump();
+        } catch (const nlohmann::json::exception&) {
+            return {}; // a state JSON cannot hold (text that is not UTF-8): no snapshot, loads fold
+        }
         return snapshots_->save(u, s);
     }
 
@@ -145,14 +151,19 @@ private:
                               std::error_code& ec) {
         aggregate_type a;
         a.stream = std::string(stream);
-        auto snap = snapshots_->latest(stream, version, time, ec);
-        if (ec)
-            return a;
-        if (snap)
+        // A snapshot is a cache: one that cannot be read is ignored, as one of another fold.
+        if (auto snap = snapshots_->latest(stream, version, time, ec))
             restore(a, *snap);
-        for (;;) {
-            auto page = events_->read_stream(stream, a.version, options_.read_batch, ec);
-            if (ec)
+        else if (ec)
+            a.snapshot_ignored = true;
+        ec.clear();
+        // Until an empty page: a store may give fewer than asked before the end.
+        while (a.version < version) {
+            const auto page = events_->read_stream(stream, a.version,
+                                                   static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                       options_.read_batch, version - a.version)),
+                                                   ec);
+            if (ec || page.empty())
                 return a;
             for (const auto& e : page) {
                 if (e.version > version || e.recorded_at > time)
@@ -163,9 +174,8 @@ private:
                 a.recorded_at = e.recorded_at;
                 ++a.events_folded;
             }
-            if (page.size() < options_.read_batch)
-                return a;
         }
+        return a;
     }
 
     // Starts `a` from `s` when `s` was taken by this fold and parses; else marks it ignored.

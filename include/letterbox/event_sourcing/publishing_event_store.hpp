@@ -39,8 +39,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// stream): one stream's events are published in order.
 ///
 /// The append and the outbox rows are one step: when an outbox row is refused (a duplicate
-/// message id), the append's events are taken back too (a savepoint of the unit), and the
-/// error is returned with the unit still usable.
+/// message id; data that is not JSON, `errc::payload_malformed`; a nil id), the append's
+/// events are taken back too (a savepoint of the unit), and the error is returned with the
+/// unit still usable. So a published event's data must be JSON, as the outbox requires.
 ///
 /// Thread safety: as `Events` and `Outbox`; the object holds references and options only.
 ///

@@ -76,6 +76,8 @@ struct event_store_harness : detail::store_harness<Store, event_store_features> 
     LETTERBOX_DETAIL_EVENT_CASE(fixtures,                                                          \
                                 "of two overlapping units appending at one version one commits",   \
                                 "", event_check_overlapping_appends_one_commits)                   \
+    LETTERBOX_DETAIL_EVENT_CASE(fixtures, "positions follow commit order, not append order", "",   \
+                                event_check_positions_follow_commit_order)                         \
     LETTERBOX_DETAIL_EVENT_CASE(fixtures, "of two threads appending at one version one commits",   \
                                 "[threads]", event_check_concurrent_appends_one_commits)           \
     LETTERBOX_DETAIL_EVENT_CASE(fixtures, "a catch-up reader sees every position once, in order",  \

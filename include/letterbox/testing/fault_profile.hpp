@@ -140,8 +140,12 @@ struct fault_profile {
         return s;
     }
 
-    /// The chance that a pass through `p` kills the process there.
-    double rate(failpoint p) const noexcept { return failpoint_rate[static_cast<std::size_t>(p)]; }
+    /// The chance that a pass through `p` kills the process there (0 for a failpoint outside
+    /// the pipeline's, such as a projection's).
+    double rate(failpoint p) const noexcept {
+        const auto i = static_cast<std::size_t>(p);
+        return i < failpoint_rate.size() ? failpoint_rate[i] : 0.0;
+    }
 
     /// Every field, one `name=value` per line, failpoints by name.
     std::string to_string() const {

@@ -407,6 +407,140 @@ TEST_CASE("a runner that dies at a failpoint loses and duplicates nothing",
     }
 }
 
+TEST_CASE("async_run catches up one batch per handler, so a wait is served between batches",
+          "[event_sourcing][projection_runner]") {
+    world w;
+    for (int i = 1; i <= 12; ++i)
+        w.append("account-1", 1);
+    auto runner = w.runner({.name = "balances", .batch = 3});
+    std::optional<lb::error_code> waited;
+    runner->async_wait(3, 1s, [&](lb::error_code e) { waited = e; });
+    boost::asio::cancellation_signal stop;
+    runner->async_run(boost::asio::bind_cancellation_slot(stop.slot(), [](lb::error_code) {}));
+    // Each handler applies at most one batch: the wait completes before the catch-up ends.
+    w.io.restart();
+    while (!waited && w.io.run_one() > 0) {
+    }
+    REQUIRE(waited);
+    CHECK_FALSE(*waited);
+    CHECK(w.checkpoint() < 12);
+    w.settle();
+    CHECK(w.checkpoint() == 12);
+    stop.emit(boost::asio::cancellation_type::terminal);
+    w.settle();
+}
+
+TEST_CASE("a batch committed before a reset does not count after it",
+          "[event_sourcing][projection_runner]") {
+    if constexpr (!lb::failpoints_enabled) {
+        SUCCEED("failpoints are not compiled in");
+        return;
+    }
+    world w;
+    for (int i = 1; i <= 5; ++i)
+        w.append("account-1", 1);
+    std::unique_ptr<runner_type> runner;
+    bool once = true;
+    runner = w.runner({.name = "balances",
+                       .batch = 5,
+                       .on_batch = {},
+                       .failpoint = [&](lb::failpoint p, const lb::message_id&) {
+                           // The batch committed; a reset runs before the runner notes it.
+                           if (p == lb::failpoint::after_projection_commit_before_wake && once) {
+                               once = false;
+                               CHECK_FALSE(runner->reset());
+                           }
+                           return false;
+                       }});
+    std::error_code ec;
+    CHECK(runner->step(ec) == 5);
+    CHECK(w.checkpoint() == 0);
+    CHECK(runner->position() == 0); // not 5: the read model is empty
+    std::optional<lb::error_code> waited;
+    runner->async_wait(5, 1s, [&](lb::error_code e) { waited = e; });
+    w.settle();
+    CHECK_FALSE(waited);
+    runner->catch_up(ec);
+    w.settle();
+    REQUIRE(waited);
+    CHECK_FALSE(*waited);
+    CHECK(w.read_model.balance().at("account-1") == 5);
+}
+
+TEST_CASE("a checkpoint reset by another runner lowers the position this one reports",
+          "[event_sourcing][projection_runner]") {
+    world w;
+    for (int i = 1; i <= 4; ++i)
+        w.append("account-1", 1);
+    auto a = w.runner();
+    auto b = w.runner();
+    std::error_code ec;
+    a->catch_up(ec);
+    CHECK(a->position() == 4);
+    REQUIRE_FALSE(b->reset());
+    CHECK(a->step(ec) == 4); // it reads the checkpoint at 0, and applies from there
+    CHECK(a->position() == 4);
+    CHECK(w.read_model.balance().at("account-1") == 4);
+}
+
+TEST_CASE("a checkpoint beyond the event store's head is an error, not a caught-up projection",
+          "[event_sourcing][projection_runner]") {
+    world w;
+    {
+        auto u = w.checkpoints.begin();
+        REQUIRE_FALSE(w.checkpoints.save(u, "balances", 0, 9));
+        REQUIRE_FALSE(u.commit());
+    }
+    w.append("account-1", 1);
+    auto runner = w.runner();
+    std::error_code ec;
+    CHECK(runner->step(ec) == 0);
+    CHECK(ec == lb::errc::invalid_state);
+    CHECK(runner->position() == 0);
+}
+
+TEST_CASE("destroying the runner completes its operations as aborted, and its waker does nothing",
+          "[event_sourcing][projection_runner]") {
+    world w;
+    auto runner = w.runner();
+    std::optional<lb::error_code> ran, waited;
+    runner->async_run([&](lb::error_code e) { ran = e; });
+    runner->async_wait(1, 1h, [&](lb::error_code e) { waited = e; });
+    w.settle();
+    auto wake = runner->waker();
+    runner.reset();
+    wake();
+    w.settle();
+    REQUIRE(ran);
+    CHECK(*ran == boost::asio::error::operation_aborted);
+    REQUIRE(waited);
+    CHECK(*waited == boost::asio::error::operation_aborted);
+}
+
+TEST_CASE("a runner that halts at a failpoint in async_run does nothing more",
+          "[event_sourcing][projection_runner]") {
+    if constexpr (!lb::failpoints_enabled) {
+        SUCCEED("failpoints are not compiled in");
+        return;
+    }
+    world w;
+    w.append("account-1", 1);
+    auto runner = w.runner({.name = "balances",
+                            .batch = 10,
+                            .on_batch = {},
+                            .failpoint = [](lb::failpoint p, const lb::message_id&) {
+                                return p == lb::failpoint::after_projection_apply_before_commit;
+                            }});
+    runner->async_run([](lb::error_code) {});
+    w.io.restart();
+    CHECK_THROWS_AS(w.io.poll(), lb::failpoint_halt);
+    w.append("account-1", 2);
+    runner->notify();
+    w.settle(); // the dead runner applies nothing, and throws nothing
+    CHECK(w.checkpoint() == 0);
+    CHECK(w.read_model.balance().empty());
+}
+
 TEST_CASE("a projection without a name is refused", "[event_sourcing][projection_runner]") {
     world w;
     CHECK_THROWS_AS(w.runner({.name = ""}), lb::error);

@@ -27,7 +27,9 @@ double pipeline_world<App>::chance(std::mt19937_64& rng) {
 
 template <pipeline_application App>
 bool pipeline_world<App>::crash_now(failpoint fp) {
-    if ((faults_over_ && !replaying_) || shutting_down_)
+    // Only the pipeline's failpoints are simulated (not a projection's).
+    if ((faults_over_ && !replaying_) || shutting_down_ ||
+        static_cast<std::size_t>(fp) >= armed_.size())
         return false;
     auto& armed = armed_[static_cast<std::size_t>(fp)];
     if (armed) { // a scheduled crash: the first pass after its time
