@@ -284,8 +284,11 @@ TEST_CASE("sqlite event_store: of two units appending at one expected version on
 
     std::atomic<int> committed{0};
     std::atomic<int> conflicts{0};
-    const auto writer = [&](letterbox::sqlite::event_store& s) {
-        const auto events = events_of("deposited", 1);
+    // Made here: the ids come from one generator, which the two threads must not share.
+    const auto first_events = events_of("deposited", 1);
+    const auto second_events = events_of("deposited", 1);
+    const auto writer = [&](letterbox::sqlite::event_store& s,
+                            const std::vector<event_data>& events) {
         append_result result;
         auto uow = s.begin();
         auto ec = s.append(uow, "a", expected_version::exactly(1), events, t0(), result);
@@ -296,8 +299,8 @@ TEST_CASE("sqlite event_store: of two units appending at one expected version on
         else if (ec == errc::concurrency_conflict)
             ++conflicts;
     };
-    std::thread first(writer, std::ref(store));
-    std::thread second(writer, std::ref(other_store));
+    std::thread first(writer, std::ref(store), std::cref(first_events));
+    std::thread second(writer, std::ref(other_store), std::cref(second_events));
     first.join();
     second.join();
     CHECK(committed == 1);
