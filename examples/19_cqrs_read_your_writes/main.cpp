@@ -319,6 +319,8 @@ int main() {
     return failures == 0 ? 0 : 1;
 }
 
+// (clang-format must not rewrap the regexes below: one per line)
+// clang-format off
 // Expected output (regex lines):
 //   300 commands, each followed by a query of its account
 //   reads at once that missed their own write: [0-9]+ of 300
