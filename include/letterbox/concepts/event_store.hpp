@@ -73,9 +73,9 @@ concept event_reader = requires(S& s, std::string_view stream, std::uint64_t aft
 ///   is `errc::invalid_argument`, with nothing staged.
 /// - **The expected version decides, at commit.** When the stream (with what `u` already
 ///   appended to it) is not at the version `expected` names, nothing is written, and the store
-///   says `errc::concurrency_conflict` either from `append` (nothing staged, `u` still usable,
-///   `result` = {the stream's current version, 0}) or from `u.commit()` (which then applies
-///   none of `u`'s writes). Of two units that append to one stream with the same
+///   says `errc::concurrency_conflict` either from `append` (nothing staged, `u` still usable)
+///   or from `u.commit()` (which then applies none of `u`'s writes); either way `result` is
+///   then {the stream's current version, 0}. Of two units that append to one stream with the same
 ///   `exactly(n)`, exactly one commits. `expected_version::any()` never conflicts.
 /// - **Several appends in one unit** are allowed: each one's expected version counts the
 ///   events appended to the stream earlier in `u`.

@@ -40,7 +40,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// `errc::concurrency_conflict` and applies nothing. It raises every conflict a database
 /// would, so a test that passes on it does not hide one.
 ///
-/// `result` is filled when the unit commits; keep it alive until then.
+/// `result` is filled when the unit commits (with the stream's version and position 0 when the
+/// commit conflicts); keep it alive until then.
 ///
 /// Fault injection: `fail_nth(n, ec)` makes the `n`-th operation from now (0 = the next one)
 /// fail with `ec` and no effect. Every public operation counts as one, and so does the commit
@@ -149,9 +150,13 @@ inline std::error_code in_memory_event_store::append(in_memory_unit_of_work& uow
         if (i == 0 && !expected.is_any())
             // Decided again at commit, under the lock the commit holds: a unit that appended
             // to the stream and committed first makes this one fail.
-            validate = [this, key, committed] {
-                return version_of(key) == committed ? std::error_code{}
-                                                    : make_error_code(errc::concurrency_conflict);
+            // The stream's version is reported then too.
+            validate = [this, key, committed, &result] {
+                const auto now = version_of(key);
+                if (now == committed)
+                    return std::error_code{};
+                result = {now, 0};
+                return make_error_code(errc::concurrency_conflict);
             };
         const bool last = i + 1 == events.size();
         if (auto ec = uow.stage(core_, key, std::move(validate),

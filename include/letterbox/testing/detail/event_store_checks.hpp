@@ -187,6 +187,7 @@ void event_check_stale_append_conflicts(event_store_harness<Store>& h) {
         CHECK(version_of(h, "account-2") == 1);
     } else {
         CHECK(describe(u.commit()) == describe(errc::concurrency_conflict));
+        CHECK(result == append_result{2, 0});   // the current version is reported
         CHECK(version_of(h, "account-2") == 0); // the loser applies none of its appends
     }
     CHECK(versions(stream_events(h, "account-1")) == std::vector<std::uint64_t>{1, 2});
