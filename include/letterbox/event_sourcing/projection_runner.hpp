@@ -167,7 +167,14 @@ public:
     auto async_run(Token&& token) {
         return detail::async_start<void(error_code), detail::outstanding_work::untracked>(
             std::forward<Token>(token), core_->strand,
-            [c = core_](op_type op) { c->start_run(std::move(op)); });
+            // A weak capture: a start that throws (a failpoint) is kept by the operation, which
+            // the core holds; a strong one would be a cycle.
+            [weak = std::weak_ptr<core>(core_)](op_type op) {
+                if (auto c = weak.lock())
+                    c->start_run(std::move(op));
+                else
+                    op.cancelled();
+            });
     }
 
     /// Waits until the projection has reached `target` (an append's position), at most
@@ -178,8 +185,12 @@ public:
     template <class Token>
     auto async_wait(std::uint64_t target, duration timeout, Token&& token) {
         return detail::async_start<void(error_code)>(
-            std::forward<Token>(token), core_->strand, [c = core_, target, timeout](op_type op) {
-                c->start_wait(std::move(op), target, timeout);
+            std::forward<Token>(token), core_->strand,
+            [weak = std::weak_ptr<core>(core_), target, timeout](op_type op) {
+                if (auto c = weak.lock())
+                    c->start_wait(std::move(op), target, timeout);
+                else
+                    op.cancelled();
             });
     }
 
