@@ -43,6 +43,7 @@
 
 #include <letterbox/letterbox.hpp>
 
+#include "../raw_sqlite.hpp"
 #include "../report.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -159,22 +160,8 @@ struct account_fold {
 
 // ---- raw SQLite ---------------------------------------------------------------------------
 
-void exec_or_die(sqlite3* db, const char* sql) {
-    char* error = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-        std::fprintf(stderr, "sqlite: %s: %s\n", sql, error ? error : "?");
-        std::exit(1);
-    }
-}
-
-sqlite3_stmt* prepare_or_die(sqlite3* db, const char* sql) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr) != SQLITE_OK) {
-        std::fprintf(stderr, "sqlite: %s: %s\n", sql, sqlite3_errmsg(db));
-        std::exit(1);
-    }
-    return st;
-}
+using bench::exec_or_die;
+using bench::prepare_or_die;
 
 // A raw connection to `path` set up as letterbox's connections are (connection.hpp, with the
 // defaults of database_options): SQLITE_OPEN_NOMUTEX, busy_timeout 5000 ms, journal_mode=WAL,

@@ -42,6 +42,7 @@
 #include <letterbox/middleware/idempotent.hpp>
 #include <letterbox/outbox/outbox_relay.hpp>
 
+#include "../raw_sqlite.hpp"
 #include "../report.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -130,22 +131,8 @@ void run_until(boost::asio::io_context& io, const std::function<bool()>& done) {
     }
 }
 
-void exec_or_die(sqlite3* db, const char* sql) {
-    char* error = nullptr;
-    if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-        std::fprintf(stderr, "sqlite: %s: %s\n", sql, error ? error : "?");
-        std::exit(1);
-    }
-}
-
-sqlite3_stmt* prepare_or_die(sqlite3* db, const char* sql) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr) != SQLITE_OK) {
-        std::fprintf(stderr, "sqlite: %s: %s\n", sql, sqlite3_errmsg(db));
-        std::exit(1);
-    }
-    return st;
-}
+using bench::exec_or_die;
+using bench::prepare_or_die;
 
 // A raw connection to `path` with the settings letterbox's connections use (WAL,
 // synchronous=NORMAL), for the baselines that run the same SQL without letterbox.
