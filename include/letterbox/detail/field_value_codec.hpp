@@ -3,7 +3,7 @@
 
 // Which type tag goes with which `field_value` alternative, and what its payload is made of:
 // the part of a field-table encoding that the AMQP wire codec (amqp/codec/detail/field_codec.hpp)
-// and the SQLite stores' BLOB codec (sqlite/detail/codec.hpp) share. The tags are RabbitMQ's
+// and the SQLite stores' BLOB codec (detail/row_codec.hpp) share. The tags are RabbitMQ's
 // (rabbit_binary_generator), not the 0-9-1 spec text's: `s` is a signed 16-bit int, `u`
 // unsigned 16, `I` signed 32, `i` unsigned 32, `l` signed 64, `x` a byte array (see the RabbitMQ
 // 0-9-1 errata). What differs between the two encodings stays with them: the byte order of a

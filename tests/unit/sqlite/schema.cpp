@@ -2,9 +2,9 @@
 
 #include <letterbox/sqlite/schema.hpp>
 
+#include <letterbox/detail/row_codec.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/sqlite/database.hpp>
-#include <letterbox/sqlite/detail/codec.hpp>
 #include <letterbox/sqlite/detail/time.hpp>
 #include <letterbox/sqlite/inbox_store.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
@@ -208,8 +208,8 @@ struct version_1_outbox {
         st->bind_text(1, letterbox::to_string(id[name]));
         st->bind_text(2, aggregate);
         st->bind_text(3, name);
-        st->bind_blob(4, *letterbox::sqlite::detail::encode_headers({{"name", name}}));
-        st->bind_blob(5, letterbox::sqlite::detail::encode_properties({}));
+        st->bind_blob(4, *letterbox::detail::row_codec::encode_headers({{"name", name}}));
+        st->bind_blob(5, letterbox::detail::row_codec::encode_properties({}));
         st->bind_blob(6, std::string("payload of ") + name);
         st->bind_int64(7, letterbox::sqlite::detail::to_column(t0()));
         REQUIRE_FALSE(st->execute());

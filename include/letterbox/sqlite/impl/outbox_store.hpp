@@ -4,9 +4,9 @@
 // Definitions of letterbox/sqlite/outbox_store.hpp; included at its end.
 
 #include <letterbox/config.hpp>
+#include <letterbox/detail/row_codec.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/payload.hpp>
-#include <letterbox/sqlite/detail/codec.hpp>
 #include <letterbox/sqlite/detail/time.hpp>
 #include <letterbox/sqlite/outbox_store.hpp>
 
@@ -73,8 +73,8 @@ LETTERBOX_DECL std::error_code read_outbox_record(const statement& st, outbox_re
                                                   std::string* what = nullptr) {
     r.sequence = static_cast<std::uint64_t>(st.column_int64(0));
     const auto id = parse_message_id(st.column_text(1));
-    auto headers = decode_headers(st.column_blob(7));
-    auto properties = decode_properties(st.column_blob(8));
+    auto headers = letterbox::detail::row_codec::decode_headers(st.column_blob(7));
+    auto properties = letterbox::detail::row_codec::decode_properties(st.column_blob(8));
     const auto status = st.column_int64(11);
     const auto attempts = st.column_int64(12);
     const bool status_ok = status >= 0 && status <= 2;
@@ -160,7 +160,7 @@ LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox
         return errc::precondition_failed;
     if (auto invalid = validate_payload(entry.msg))
         return invalid;
-    const auto headers = detail::encode_headers(entry.msg.headers);
+    const auto headers = letterbox::detail::row_codec::encode_headers(entry.msg.headers);
     if (!headers)
         return errc::payload_unencodable; // nested deeper than detail::codec_max_depth
 
@@ -175,7 +175,8 @@ LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox
         if (!ec) {
             const auto& m = entry.msg;
             const std::string id = letterbox::to_string(m.id);
-            const std::string properties = detail::encode_properties(m.properties);
+            const std::string properties =
+                letterbox::detail::row_codec::encode_properties(m.properties);
             std::error_code bound;
             for (auto b : {st->bind_text(1, id), st->bind_text(2, entry.aggregate_type),
                            st->bind_text(3, entry.aggregate_id), st->bind_text(4, m.type),

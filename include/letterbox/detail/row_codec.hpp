@@ -2,7 +2,8 @@
 #pragma once
 
 // The binary encoding of message headers (an AMQP field table) and message properties in the
-// `headers` and `properties` BLOB columns. Private to the SQLite stores.
+// `headers` and `properties` columns of the durable stores' outbox tables (SQLite BLOB,
+// PostgreSQL bytea). Private to the stores; one format, so a row reads the same in both.
 //
 // Lossless by construction: every field type keeps its tag (so an int8 stays an int8 and a
 // byte array stays bytes), strings keep arbitrary bytes, floats keep their bits, and tables
@@ -35,7 +36,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::sqlite::detail {
+namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::detail::row_codec {
 
 inline constexpr unsigned char codec_version = 1;
 /// How deeply arrays and tables may nest. Deeper headers are refused when written (the decoder
@@ -357,4 +358,4 @@ inline std::optional<message_properties> decode_properties(std::string_view byte
     return p;
 }
 
-} // namespace letterbox::sqlite::detail
+} // namespace letterbox::detail::row_codec

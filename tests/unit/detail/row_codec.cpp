@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 
-#include <letterbox/sqlite/detail/codec.hpp>
+#include <letterbox/detail/row_codec.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -11,11 +11,11 @@
 #include <random>
 #include <string>
 
-namespace unit_sqlite_detail_codec {
+namespace unit_detail_row_codec {
 
 namespace {
 
-namespace codec = letterbox::sqlite::detail;
+namespace codec = letterbox::detail::row_codec;
 using letterbox::field_array;
 using letterbox::field_table;
 using letterbox::field_value;
@@ -146,4 +146,4 @@ TEST_CASE("codec refuses nesting deeper than its limit, both ways", "[sqlite][co
     CHECK_FALSE(codec::decode_headers(hostile).has_value());
 }
 
-} // namespace unit_sqlite_detail_codec
+} // namespace unit_detail_row_codec
