@@ -62,7 +62,8 @@ enum class errc {
     concurrency_conflict,    ///< the record changed since it was read (optimistic concurrency):
                              ///< nothing was written; read it again and retry
 
-    // Database errors of a durable store (SQLite today), 400 to 499 (`condition::store_error`).
+    // Database errors of a durable store (SQLite, PostgreSQL), 400 to 499
+    // (`condition::store_error`).
     // Each leaves the database unchanged: the failed statement or transaction was rolled back
     // as a whole.
     store_not_a_database = 400, ///< the file exists but is not a database of this kind
@@ -77,6 +78,16 @@ enum class errc {
     store_error,          ///< any other database failure (the store keeps the driver's text)
     store_schema_too_old, ///< the schema is older than this letterbox's, and the database was
                           ///< opened read-only, which cannot migrate it; nothing was changed
+    store_serialization_failure, ///< a serializable transaction lost to a concurrent one
+                                 ///< (PostgreSQL 40001): nothing was written; run the whole
+                                 ///< unit of work again (retry policy), never just the statement
+    store_deadlock,              ///< the database broke a deadlock by aborting this transaction
+                                 ///< (PostgreSQL 40P01): nothing was written; run the unit again
+    store_connection_lost,       ///< the connection to the database server was lost or refused; a
+                                 ///< COMMIT that lost it has an unknown outcome
+    store_unique_violation,      ///< a write broke a unique constraint of the caller's own tables
+                                 ///< (the stores report their keys as duplicate_message_id or
+                                 ///< already_processed)
 
     // Message-handling and configuration errors, 500 to 599.
     handler_failed = 500,    ///< a handler failed without an error code of its own (it threw)
@@ -189,6 +200,16 @@ public:
         case errc::store_schema_too_old:
             return "the store's schema is older than this version of letterbox, and a read-only "
                    "open does not migrate it";
+        case errc::store_serialization_failure:
+            return "the store's transaction lost to a concurrent one (serialization failure); "
+                   "nothing was written, run it again";
+        case errc::store_deadlock:
+            return "the store's database aborted the transaction to break a deadlock; nothing "
+                   "was written, run it again";
+        case errc::store_connection_lost:
+            return "the connection to the store's database server was lost";
+        case errc::store_unique_violation:
+            return "the write breaks a unique constraint of the store's database";
         case errc::handler_failed:
             return "the handler failed";
         case errc::dedup_window_too_short:

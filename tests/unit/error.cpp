@@ -39,11 +39,20 @@ TEST_CASE("letterbox::error carries its code", "[error]") {
 }
 
 TEST_CASE("store errors have distinct codes and say what happened", "[error]") {
-    const errc store_errors[] = {errc::store_not_a_database, errc::store_corrupt,
-                                 errc::store_busy,           errc::store_full,
-                                 errc::store_io_error,       errc::store_unavailable,
-                                 errc::store_readonly,       errc::store_schema_too_new,
-                                 errc::store_error,          errc::store_schema_too_old};
+    const errc store_errors[] = {errc::store_not_a_database,
+                                 errc::store_corrupt,
+                                 errc::store_busy,
+                                 errc::store_full,
+                                 errc::store_io_error,
+                                 errc::store_unavailable,
+                                 errc::store_readonly,
+                                 errc::store_schema_too_new,
+                                 errc::store_error,
+                                 errc::store_schema_too_old,
+                                 errc::store_serialization_failure,
+                                 errc::store_deadlock,
+                                 errc::store_connection_lost,
+                                 errc::store_unique_violation};
     for (const auto e : store_errors) {
         const std::error_code ec = e;
         INFO(ec.value());
