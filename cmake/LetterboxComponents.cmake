@@ -48,6 +48,12 @@ letterbox_declare_component(sqlite
     LINK SQLite::SQLite3
     EXTERNAL_INCLUDES sqlite3.h
     DESCRIPTION "SQLite outbox and inbox stores; needs SQLite3")
+letterbox_declare_component(postgres
+    PACKAGES PostgreSQL
+    LINK PostgreSQL::PostgreSQL
+    EXTERNAL_INCLUDES libpq-fe.h
+    NEEDS_SERVICE
+    DESCRIPTION "PostgreSQL outbox and inbox stores shared by many processes; needs libpq; its integration tests and examples need a PostgreSQL server")
 letterbox_declare_component(amqp
     PACKAGES Threads OpenSSL
     LINK Threads::Threads OpenSSL::SSL OpenSSL::Crypto

@@ -73,6 +73,13 @@ if(NOT "sqlite" IN_LIST _not_installed AND NOT step_output MATCHES "sqlite store
     message(FATAL_ERROR "install test: the find_package consumer did not use letterbox::sqlite:\n${step_output}")
 endif()
 
+# With the postgres component installed, the consumer tried a server through it (none listens
+# where it looks: the typed error of an unreachable server is the proof).
+if(NOT "postgres" IN_LIST _not_installed AND
+   NOT step_output MATCHES "postgres store: the connection to the store's database server was lost")
+    message(FATAL_ERROR "install test: the find_package consumer did not use letterbox::postgres:\n${step_output}")
+endif()
+
 # 3. Components that must fail.
 # The getting-started project of docs/getting-started.md, built as the guide says against the
 # installed package (it needs the sqlite component).

@@ -7,6 +7,9 @@
 #if defined(LETTERBOX_TEST_SRC_SQLITE)
 #include <letterbox/sqlite/src.hpp>
 #endif
+#if defined(LETTERBOX_TEST_SRC_POSTGRES)
+#include <letterbox/postgres/src.hpp>
+#endif
 #if defined(LETTERBOX_TEST_SRC_AMQP)
 #include <letterbox/amqp/src.hpp>
 #endif

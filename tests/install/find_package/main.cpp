@@ -17,6 +17,10 @@
 #include <unistd.h>
 #endif
 
+#ifdef CONSUMER_WITH_POSTGRES
+#include <letterbox/postgres.hpp>
+#endif
+
 #include <iostream>
 
 int main() {
@@ -38,6 +42,15 @@ int main() {
         }
         for (const char* suffix : {"", "-wal", "-shm"})
             std::filesystem::remove(path.string() + suffix, ec);
+    }
+#endif
+#ifdef CONSUMER_WITH_POSTGRES
+    {
+        // No server listens on port 1: the open fails, with a typed error, at open.
+        std::error_code ec;
+        auto db = letterbox::postgres::database::open(
+            "host=127.0.0.1 port=1 dbname=none connect_timeout=2", {}, ec);
+        std::cout << "postgres store: " << (ec ? ec.message() : std::string("open")) << '\n';
     }
 #endif
     return 0;
