@@ -2,16 +2,18 @@
 #
 #   make deps          install the Debian packages in .ci/debian-packages.txt (apt-get)
 #   make test-deps     install the packages only the tests need (.ci/debian-test-packages.txt:
-#                      chromium, for the dashboard's browser test); make test runs it
+#                      chromium, for the dashboard's browser test; postgresql-15, the server of the
+#                      integration tests); make test runs it
 #   make test          ASan+UBSan Debug build in build/asan: every test, `integration` included,
-#                      against a RabbitMQ that make test starts on 127.0.0.1 and always stops
-#                      (tests/tools/rabbitmq.sh, docs/testing-with-rabbitmq.md); and the
+#                      against a PostgreSQL and a RabbitMQ that make test starts on 127.0.0.1 and
+#                      always stops (tests/tools/postgres.sh, tests/tools/rabbitmq.sh,
+#                      docs/testing-with-postgres.md, docs/testing-with-rabbitmq.md); and the
 #                      ThreadSanitizer pass (make tsan)
-#   make asan          only the ASan+UBSan part of make test (with its broker)
-#   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads` (with a broker)
+#   make asan          only the ASan+UBSan part of make test (with its servers)
+#   make tsan          ThreadSanitizer build in build/tsan: the tests labelled `threads` (with the servers)
 #   make test-extended the extended tier: optimised build in build/extended; the pipeline and saga
 #                      simulations over 100,000 seeds and the kill -9 campaigns with 100 iterations
-#                      (LETTERBOX_EXTENDED=1)
+#                      (LETTERBOX_EXTENDED=1; with the servers)
 #   make demo          the main job: Release build in build/release, runs examples/demo (the enrollment
 #                      incident, naive against letterbox, side by side); AMQP_URL=amqp://... runs it on
 #                      RabbitMQ, DEMO_ARGS=--serve leaves the dashboard running
@@ -36,9 +38,12 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 PACKAGES_FILE := .ci/debian-packages.txt
 TEST_PACKAGES_FILE := .ci/debian-test-packages.txt
-# While `make deps` installs packages, policy-rc.d exits 101 ("action forbidden"): no postinst
-# starts a service, in particular not rabbitmq-server's system broker, which would bind all
-# interfaces. A policy-rc.d that already exists is left alone; one made here is removed after.
+# While `make deps` or `make test-deps` installs packages, policy-rc.d exits 101 ("action
+# forbidden"): no postinst starts a service, in particular not rabbitmq-server's system broker,
+# which would bind all interfaces, nor postgresql-15's system cluster (its postinst creates
+# /var/lib/postgresql/15/main with pg_createcluster, which does not start it, then asks
+# invoke-rc.d to start it, which policy-rc.d refuses). A policy-rc.d that already exists is left
+# alone; one made here is removed after.
 POLICY_RC_D := /usr/sbin/policy-rc.d
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
@@ -76,6 +81,14 @@ export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1
 # a mktemp directory, runs cmd with LETTERBOX_AMQP_URL exported, and stops the broker whatever cmd
 # returns (on failure it keeps the directory and prints where the logs are).
 WITH_BROKER := tests/tools/rabbitmq.sh run --
+# The servers of the `integration` tests: `$(WITH_SERVICES) cmd` starts PostgreSQL
+# (tests/tools/postgres.sh: a fresh cluster made by initdb, on 127.0.0.1, port 5432 or the first
+# free one up to 5499; LETTERBOX_POSTGRES_PORT forces one; as root it runs as nobody), then the
+# broker inside it, and runs cmd with LETTERBOX_POSTGRES_URL and LETTERBOX_AMQP_URL exported. Both
+# stop whatever cmd returns, the broker first; on failure each keeps its directory and prints
+# where its logs are. PostgreSQL is the outer one because it is up in about 2 s: if it cannot
+# start, no time goes into starting the broker (5-30 s).
+WITH_SERVICES := tests/tools/postgres.sh run -- $(WITH_BROKER)
 # The amqp component is built once its headers exist: configuring with LETTERBOX_WITH_AMQP=ON
 # before include/letterbox/amqp/ exists is a FATAL_ERROR (CMakeLists.txt), and the umbrella
 # include/letterbox/amqp.hpp is needed by the umbrella checks. OFF (not just absent) otherwise, so
@@ -110,45 +123,49 @@ endef
 deps:
 	$(call install_packages,$(PACKAGES_FILE))
 
-# Packages only the tests need (the browser of the dashboard test), kept out of `make demo`.
+# Packages only the tests need (the browser of the dashboard test, the PostgreSQL server of the
+# integration tests), kept out of `make demo`. Installed with the same policy-rc.d as `make deps`.
 test-deps:
 	$(call install_packages,$(TEST_PACKAGES_FILE))
 
-# `make test`: both builds first; then one broker for both test runs: the ThreadSanitizer build
-# (only the sources with [threads] tests) runs the `threads` label, the ASan+UBSan build runs every
-# test, `integration` included, with LETTERBOX_AMQP_URL naming the broker. The full ASan ctest run
-# goes last, so its summary is the last line of the tests. The broker stops after them, also when
-# a test fails or make is interrupted (rabbitmq.sh run traps EXIT, INT, TERM and HUP).
+# `make test`: both builds first; then one PostgreSQL and one broker for both test runs: the
+# ThreadSanitizer build (only the sources with [threads] tests) runs the `threads` label, the
+# ASan+UBSan build runs every test, `integration` included, with LETTERBOX_POSTGRES_URL and
+# LETTERBOX_AMQP_URL naming the servers. The full ASan ctest run goes last, so its summary is the
+# last line of the tests. The servers stop after them, also when a test fails or make is
+# interrupted (postgres.sh run and rabbitmq.sh run trap EXIT, INT, TERM and HUP).
 test: deps test-deps asan-build tsan-build
-	$(WITH_BROKER) $(SHELL) -c '$(run_tsan_tests) && $(run_asan_tests)'
+	$(WITH_SERVICES) $(SHELL) -c '$(run_tsan_tests) && $(run_asan_tests)'
 
 # `make test-extended`: the extended tier (docs/testing.md, "Tiers"): an optimised build of the
 # property and integration tests (sanitizers off, so that 200,000 simulated runs fit in minutes),
-# then, with LETTERBOX_EXTENDED=1 and a broker: the pipeline and saga simulations over 100,000
+# then, with LETTERBOX_EXTENDED=1 and the servers: the pipeline and saga simulations over 100,000
 # seeds each (each run twice), their self-tests, and the kill -9 campaigns with 100 iterations each.
+# test-deps: postgresql-15, the server.
 EXTENDED_TESTS := pipeline simulation|saga simulation|self-test|kill9
 # g++ 12 at -O2 reports false -Wmaybe-uninitialized (std::optional<field_table> in the AMQP codec
 # tests) and -Wrestrict (GCC bug 105651) in inlined standard library code; the ASan build, which
 # is -O0, keeps both warnings as errors.
 EXTENDED_NO_FALSE_WARNINGS := -Wno-maybe-uninitialized -Wno-restrict
-test-extended: deps
+test-extended: deps test-deps
 	$(CMAKE) -S . -B $(BUILD)/extended -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_VERIFY_HEADERS=OFF \
-	    -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) -DLETTERBOX_TEST_TIMEOUT=14400 \
+	    -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_POSTGRES=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) -DLETTERBOX_TEST_TIMEOUT=14400 \
 	    "-DCMAKE_CXX_FLAGS=$(WARNINGS) $(EXTENDED_NO_FALSE_WARNINGS)"
 	$(CMAKE) --build $(BUILD)/extended -j$(JOBS) --target letterbox_property_tests letterbox_integration_tests
-	LETTERBOX_EXTENDED=1 $(WITH_BROKER) $(CTEST) --test-dir $(BUILD)/extended --output-on-failure \
+	LETTERBOX_EXTENDED=1 $(WITH_SERVICES) $(CTEST) --test-dir $(BUILD)/extended --output-on-failure \
 	    --no-tests=error -j$(JOBS) -R '$(EXTENDED_TESTS)'
 
 asan: deps test-deps asan-build
-	$(WITH_BROKER) $(run_asan_tests)
+	$(WITH_SERVICES) $(run_asan_tests)
 
-tsan: deps tsan-build
-	$(WITH_BROKER) $(run_tsan_tests)
+# test-deps: postgresql-15, the server of the integration tests (the tsan run has the servers too).
+tsan: deps test-deps tsan-build
+	$(WITH_SERVICES) $(run_tsan_tests)
 
 asan-build:
 	$(CMAKE) -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug \
-	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
+	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_POSTGRES=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
 	    "-DCMAKE_CXX_FLAGS=$(ASAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)" \
 	    "-DCMAKE_EXE_LINKER_FLAGS=$(ASAN_LINK_FLAGS)"
 	$(CMAKE) --build $(BUILD)/asan -j$(JOBS)
@@ -161,7 +178,7 @@ tsan-build:
 	$(CMAKE) -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=Debug \
 	    -DLETTERBOX_BUILD_TESTS=ON -DLETTERBOX_TEST_THREADS_ONLY=ON -DLETTERBOX_VERIFY_HEADERS=OFF \
 	    -DLETTERBOX_TEST_BATCH_SIZE=$(TSAN_BATCH_SIZE) -DLETTERBOX_BUILD_TOOLS=OFF \
-	    -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
+	    -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_POSTGRES=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
 	    "-DCMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
 	$(CMAKE) --build $(BUILD)/tsan -j$(JOBS)
 
@@ -172,7 +189,7 @@ run_tsan_tests = env -u LETTERBOX_EXTENDED $(CTEST) --test-dir $(BUILD)/tsan --o
 
 release-configure: deps
 	$(CMAKE) -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release \
-	    -DLETTERBOX_BUILD_TESTS=OFF -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
+	    -DLETTERBOX_BUILD_TESTS=OFF -DLETTERBOX_BUILD_EXAMPLES=ON -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_POSTGRES=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
 	    $(RELEASE_ARGS)
 
 # The main job (examples/demo): the enrollment incident end to end, the naive dual write against

@@ -42,12 +42,16 @@
 # ([rabbitmq_consistent_hash_exchange]: the `x-consistent-hash` exchange type; no management
 # listener), mnesia/, log/rabbit.log (the broker's log), log/stdout.log (its console),
 # erl_crash.dump (if the VM crashes).
+#
+# The free port search, the bounded waits and the `run` machinery are shared with postgres.sh:
+# tests/tools/service_common.sh, sourced below.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=service_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/service_common.sh"
 
 readonly RMQ_BIN=${LETTERBOX_RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}
 readonly DEFAULT_PORT=5672
 readonly FALLBACK_PORTS_LAST=5699
-readonly LOOPBACK=127.0.0.1
 readonly STATE_PREFIX=letterbox-rabbitmq.
 
 say() { echo "rabbitmq.sh: $*" >&2; }
@@ -59,37 +63,6 @@ die() {
 usage() {
     sed -n '11,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
-}
-
-is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-
-# port_busy PORT: something accepts TCP connections on 127.0.0.1:PORT (a listener on 0.0.0.0 or
-# [::] included). Bounded: a connection to loopback is refused or accepted at once; 2 s at most.
-port_busy() {
-    timeout 2 bash -c "exec 3<>/dev/tcp/$LOOPBACK/$1" 2>/dev/null
-}
-
-# proc_start_time PID: the process's start time (field 22 of /proc/PID/stat), empty if gone.
-proc_start_time() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-    stat=${stat##*) } # the command name may hold spaces and parentheses
-    # shellcheck disable=SC2086
-    set -- $stat
-    # after the name: state ppid pgrp ... starttime is the 20th of these fields
-    echo "${20:-}"
-}
-
-# alive PID [START_TIME]: the process exists, is not a zombie and (if given) started at
-# START_TIME, i.e. the pid was not reused by an unrelated process since we recorded it.
-alive() {
-    local pid=$1 want=${2:-} stat state
-    is_uint "$pid" || return 1
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    state=${stat%% *}
-    [ "$state" != Z ] && [ "$state" != X ] || return 1
-    [ -z "$want" ] || [ "$(proc_start_time "$pid")" = "$want" ]
 }
 
 # The environment of every rabbitmq-server / CLI call for the broker in $dir on $port.
@@ -136,31 +109,6 @@ require_server() {
         "root, so it cannot be installed here. Run 'make deps' with sudo rights, or ask an" \
         "administrator for 'apt-get install --no-install-recommends rabbitmq-server' (with" \
         "/usr/sbin/policy-rc.d exiting 101, so the system broker is not started on all interfaces)."
-}
-
-choose_port() {
-    local p
-    if [ -n "${LETTERBOX_RABBITMQ_PORT:-}" ]; then
-        p=$LETTERBOX_RABBITMQ_PORT
-        is_uint "$p" && [ "$p" -ge 1 ] && [ "$p" -le 65535 ] ||
-            die "LETTERBOX_RABBITMQ_PORT='$p' is not a port number"
-        if port_busy "$p"; then
-            die "port $LOOPBACK:$p (LETTERBOX_RABBITMQ_PORT) is busy: another broker or program" \
-                "listens there. Stop it, or pick another port (or unset LETTERBOX_RABBITMQ_PORT" \
-                "to let this script choose a free one)."
-        fi
-        echo "$p"
-        return
-    fi
-    for ((p = DEFAULT_PORT; p <= FALLBACK_PORTS_LAST; ++p)); do
-        if ! port_busy "$p" && ! port_busy $((p + 20000)); then
-            [ "$p" -eq "$DEFAULT_PORT" ] ||
-                say "port $DEFAULT_PORT is busy (someone else's broker?); using $p instead"
-            echo "$p"
-            return
-        fi
-    done
-    die "ports $DEFAULT_PORT-$FALLBACK_PORTS_LAST on $LOOPBACK are all busy; set LETTERBOX_RABBITMQ_PORT"
 }
 
 # launch DIR PORT DIST_PORT NODE URL START_TIMEOUT: starts rabbitmq-server with its state in
@@ -254,10 +202,11 @@ cmd_start() {
     is_uint "$start_timeout" || die "LETTERBOX_RABBITMQ_START_TIMEOUT must be a number of seconds"
 
     local port dist_port
-    port=$(choose_port)
+    port=$(choose_port LETTERBOX_RABBITMQ_PORT "$DEFAULT_PORT" "$FALLBACK_PORTS_LAST" 20000)
     dist_port=${LETTERBOX_RABBITMQ_DIST_PORT:-$((port + 20000))}
-    is_uint "$dist_port" && [ "$dist_port" -le 65535 ] ||
+    if ! { is_uint "$dist_port" && [ "$dist_port" -le 65535 ]; }; then
         die "distribution port '$dist_port' is not a port number (set LETTERBOX_RABBITMQ_DIST_PORT)"
+    fi
     if port_busy "$dist_port"; then
         die "Erlang distribution port $LOOPBACK:$dist_port is busy; set LETTERBOX_RABBITMQ_DIST_PORT"
     fi
@@ -315,15 +264,6 @@ load_state() {
         pid | pid_start_time | port | dist_port | node | url) printf -v "$key" '%s' "$value" ;;
         esac
     done <"$dir/state"
-}
-
-# wait_gone PID START_TIME SECONDS: 0 once the process is gone, 1 if it outlived the bound.
-wait_gone() {
-    local deadline=$((SECONDS + $3))
-    while alive "$1" "$2"; do
-        [ $SECONDS -lt $deadline ] || return 1
-        sleep 0.1
-    done
 }
 
 # The Erlang VM's own pid (written by RabbitMQ), if that process still runs beam.
@@ -454,6 +394,7 @@ cmd_status() {
 run_on_exit() {
     local rc=$1
     trap - EXIT HUP INT TERM
+    [ -z "${run_env_file:-}" ] || rm -f -- "$run_env_file"
     if [ -n "${LETTERBOX_RABBITMQ_DIR:-}" ]; then
         if [ "$rc" -eq 0 ]; then
             cmd_stop "$LETTERBOX_RABBITMQ_DIR"
@@ -466,62 +407,30 @@ run_on_exit() {
     exit "$rc"
 }
 
-# run_signal SIG: forward SIG to the command (Ctrl-C already reached it via the terminal; a
-# second INT is harmless) and remember it, so that run exits 128+signal once the command ends.
-run_signal() {
-    run_caught=$1
-    [ -z "${run_child:-}" ] || kill -"$1" "$run_child" 2>/dev/null || true
-}
-
 cmd_run() {
     [ "${1:-}" = "--" ] && shift
     [ $# -gt 0 ] || usage
     # Always stop, whatever ends the command: its exit status, or a signal to this script. A
     # signal during the start is remembered; the start finishes (bounded), then run stops it.
-    run_caught=""
-    run_child=""
     unset LETTERBOX_RABBITMQ_DIR
     trap 'run_on_exit $?' EXIT
-    trap 'run_signal HUP' HUP
-    trap 'run_signal INT' INT
-    trap 'run_signal TERM' TERM
-    local env_file line
-    env_file=$(mktemp "${TMPDIR:-/tmp}/letterbox-rabbitmq-env.XXXXXX")
+    run_trap_signals
+    run_env_file=$(mktemp "${TMPDIR:-/tmp}/letterbox-rabbitmq-env.XXXXXX")
     # In this shell, not in $(...): the broker stays our child, so we can reap it after stopping.
-    if ! cmd_start --env-file "$env_file" >/dev/null; then
-        rm -f "$env_file"
-        exit 1
-    fi
-    while IFS= read -r line; do
-        export "${line?}"
-    done <"$env_file"
-    rm -f "$env_file"
+    # Not in `if`, where bash would ignore set -e inside cmd_start (a busy LETTERBOX_RABBITMQ_PORT
+    # was reported, then a broker started on port ""): any failure there ends this script, and the
+    # EXIT trap stops what was started.
+    cmd_start --env-file "$run_env_file" >/dev/null
+    export_env_file "$run_env_file"
+    rm -f -- "$run_env_file"
+    run_env_file=""
     run_broker_pid=$(sed -n 's/^pid=//p' "$LETTERBOX_RABBITMQ_DIR/state")
     if [ -n "$run_caught" ]; then
         say "caught SIG$run_caught while starting: not running $*"
         exit 1
     fi
     say "running with LETTERBOX_AMQP_URL=$LETTERBOX_AMQP_URL: $*"
-    # In the background, so that a signal to this script runs its trap at once (bash defers traps
-    # until a foreground command ends); with INT and QUIT at their defaults again (bash ignores
-    # them in background commands) and our stdin, so that the command behaves as in the foreground.
-    (
-        trap - INT QUIT
-        exec "$@"
-    ) <&0 &
-    run_child=$!
-    local rc=0 tries
-    for ((tries = 0; tries < 1000; ++tries)); do # each turn but the last is one caught signal
-        rc=0
-        wait "$run_child" || rc=$?
-        kill -0 "$run_child" 2>/dev/null || break # it ended (wait reaped it)
-    done
-    case $run_caught in
-    HUP) exit 129 ;;
-    INT) exit 130 ;;
-    TERM) exit 143 ;;
-    esac
-    exit "$rc"
+    run_command "$@"
 }
 
 [ $# -ge 1 ] || usage
