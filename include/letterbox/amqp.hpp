@@ -7,6 +7,7 @@
 /// `letterbox::transport` model built on it (`amqp::transport`). See docs/amqp.md.
 #include <letterbox/amqp/codec.hpp>
 #include <letterbox/amqp/connection.hpp>
+#include <letterbox/amqp/endpoint.hpp>
 #include <letterbox/amqp/transport.hpp>
 #include <letterbox/amqp/transport_options.hpp>
 #include <letterbox/amqp/url.hpp>

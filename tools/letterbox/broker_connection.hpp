@@ -115,25 +115,34 @@ inline amqp::url broker_url(const std::optional<std::string>& given,
 /// AMQP 0-9-1 (an HTTP server, say) or closes the connection at once, "is this an AMQP 0-9-1
 /// broker?". The URL is shown as `u.redacted()`.
 inline int check_broker(boost::asio::io_context& io, const amqp::url& u, std::ostream& err) {
-    auto probe_url = u;
     const auto timeout = u.connection_timeout.value_or(std::chrono::milliseconds{10'000});
-    probe_url.connection_timeout = timeout;
-    std::optional<std::error_code> result;
-    {
-        amqp::connection c(io.get_executor(), "letterbox-cli");
-        c.async_connect(probe_url, [&result](std::error_code ec) { result = ec; });
-        // The connection bounds its handshake by the timeout; the margin only guards this loop.
-        const bool done = io_context_loop(io)([&] { return result.has_value(); },
-                                              timeout + std::chrono::seconds{5});
-        if (!done)
-            result = make_error_code(errc::timed_out);
-        bool closed = false;
-        c.async_close([&closed](std::error_code) { closed = true; });
-        io_context_loop(io)([&closed] { return closed; }, std::chrono::seconds{5});
+    // One endpoint after the other, as the transport fails over: the broker is reachable when
+    // one of them answers. The last endpoint's failure is the one reported.
+    std::error_code ec;
+    for (const auto& at : u.endpoints()) {
+        auto probe_url = u;
+        probe_url.host = at.host;
+        probe_url.port = at.port;
+        probe_url.more_endpoints.clear();
+        probe_url.connection_timeout = timeout;
+        std::optional<std::error_code> result;
+        {
+            amqp::connection c(io.get_executor(), "letterbox-cli");
+            c.async_connect(probe_url, [&result](std::error_code e) { result = e; });
+            // The connection bounds its handshake by the timeout; the margin only guards this
+            // loop.
+            const bool done = io_context_loop(io)([&] { return result.has_value(); },
+                                                  timeout + std::chrono::seconds{5});
+            if (!done)
+                result = make_error_code(errc::timed_out);
+            bool closed = false;
+            c.async_close([&closed](std::error_code) { closed = true; });
+            io_context_loop(io)([&closed] { return closed; }, std::chrono::seconds{5});
+        }
+        ec = *result;
+        if (!ec)
+            return ok;
     }
-    const std::error_code ec = *result;
-    if (!ec)
-        return ok;
     err << "letterbox: cannot connect to " << u.redacted() << ": ";
     if (ec.category() != letterbox::error_category()) {
         // The system's (or TLS's) reason: refused, unreachable, unknown host, certificate...

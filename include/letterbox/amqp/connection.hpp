@@ -21,7 +21,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 /// One AMQP 0-9-1 client connection to a broker, over TCP (or TLS) on Boost.Asio.
 ///
-/// `async_connect` resolves and connects, sends the protocol header and runs the handshake:
+/// `async_connect` resolves and connects to the URL's `host` and `port` (its first endpoint:
+/// failing over to `more_endpoints` is `amqp::transport`'s job), sends the protocol header and
+/// runs the handshake:
 /// connection.start/start-ok with SASL PLAIN (user and password from the URL) and client
 /// properties announcing the capabilities letterbox relies on (publisher_confirms,
 /// consumer_cancel_notify, basic.nack, connection.blocked, exchange_exchange_bindings,

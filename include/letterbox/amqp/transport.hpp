@@ -2,6 +2,7 @@
 #pragma once
 
 #include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/amqp/endpoint.hpp>
 #include <letterbox/amqp/transport_options.hpp>
 #include <letterbox/amqp/url.hpp>
 #include <letterbox/concepts/transport.hpp>
@@ -56,8 +57,17 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 /// the same order, then consumes again with the same consumer tags and options. It never
 /// replays a publish. Deliveries of the lost connection can no longer be settled
 /// (`errc::channel_closed`): the broker redelivers them. Operations started while it is not
-/// connected wait for the next connection attempt (at most `reconnect_delay_max` away) and
-/// complete with its outcome (`errc::connection_closed` if it fails).
+/// connected wait for the next round of connection attempts (at most `reconnect_delay_max`
+/// away) and complete with its outcome (`errc::connection_closed` if every attempt failed).
+///
+/// Failover: a URL with several endpoints (`amqp://h1,h2:5673/`, `url::set_endpoints`), the
+/// nodes of one cluster, is tried one endpoint at a time, in an order shuffled once when the
+/// transport is made (`transport_options::shuffle_endpoints`, `endpoint_shuffle_seed`). A
+/// failed connect moves on to the next endpoint at once; a lost connection too; the backoff
+/// delay comes only after a round, one attempt on each endpoint. Each connection recovers the
+/// topology and consumers as above. `connected_endpoint()` says which endpoint is in use.
+/// Credentials, vhost and TLS settings are shared; TLS checks each endpoint's own host (or
+/// `server_name_indication`). See docs/amqp.md, "Failover".
 ///
 /// While the broker blocks publishing (`connection.blocked`, a resource alarm) publishes wait
 /// in the transport until `connection.unblocked`. Settling a delivery tag twice, or one never
@@ -87,7 +97,8 @@ public:
     using transport_concept = transport_tag;
     using executor_type = boost::asio::any_io_executor;
 
-    /// A transport that connects to `u` at once (in the background).
+    /// A transport that connects to `u` at once (in the background): to one of its endpoints,
+    /// failing over to the others (see above).
     transport(executor_type ex, url u, transport_options options = {})
         : ex_(std::move(ex))
         , state_(std::make_shared<detail::transport_state>(ex_, std::move(u), std::move(options))) {
@@ -214,6 +225,14 @@ public:
     /// `async_close`. For readiness checks: callable from any thread, never blocks; the answer
     /// may be stale by the time it is read.
     bool is_connected() const noexcept { return state_ && state_->connected(); }
+
+    /// The endpoint (one of the URL's `endpoints()`) the transport is connected to now, as
+    /// `is_connected()` tells; `std::nullopt` while it connects, reconnects or after
+    /// `async_close`. Callable from any thread, never blocks; the answer may be stale by the
+    /// time it is read.
+    std::optional<endpoint> connected_endpoint() const {
+        return state_ ? state_->connected_endpoint() : std::nullopt;
+    }
 
     /// How many times the broker closed one of the transport's consumer or get channels
     /// because a delivery on it stayed unacknowledged past RabbitMQ's consumer timeout

@@ -1,28 +1,40 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/amqp/endpoint.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/detail/percent_decode.hpp>
 #include <letterbox/error.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 
 /// A parsed `amqp://` or `amqps://` URL (the RabbitMQ URI specification, with its query
 /// parameters):
 ///
-///     amqp[s]://[user[:password]@]host[:port][/vhost][?key=value&...]
+///     amqp[s]://[user[:password]@]host[:port][,host[:port]...][/vhost][?key=value&...]
 ///
 /// - The scheme decides TLS and the default port: `amqp` 5672, `amqps` 5671.
 /// - User, password, host and vhost are percent-decoded (`%2F` is `/`). User and password
 ///   default to `guest`; the host to `localhost`; an IPv6 host is written in brackets.
+/// - Several endpoints, the nodes of one cluster, are separated by commas
+///   (`amqp://ops:pw@rabbit-1,rabbit-2:5673,[::1]/orders`); credentials, vhost and query are
+///   shared by all, and each port defaults to the scheme's. `amqp::transport` connects to one
+///   and fails over to the others (docs/amqp.md, "Failover"). `host` and `port` are the first
+///   endpoint, `more_endpoints` the others; `endpoints()` lists them all. An empty entry, the
+///   same host and port twice (host names compared case-insensitively) and more than
+///   `max_endpoints` are refused.
 /// - The vhost is the path without its leading `/`. No path and an empty path (`.../`) both
 ///   mean the default vhost `/`: the specification reads an empty path as the vhost named ""
 ///   (which no broker has by default), but `amqp://host/` is how nearly everyone writes "the
@@ -37,7 +49,11 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 /// Parsing never trusts its input: every number is range-checked, every `%` escape must be
 /// two hex digits, and an error says what is wrong without echoing the password.
 struct url {
+    /// The most endpoints a URL may list (`try_parse_url`, `set_endpoints`).
+    static constexpr std::size_t max_endpoints = 64;
+
     bool tls = false;
+    /// The first endpoint (with a single one, the broker): what code written for one host reads.
     std::string host = "localhost";
     std::uint16_t port = 5672;
     std::string user = "guest";
@@ -57,10 +73,22 @@ struct url {
     /// `server_name_indication=<name>`: the name sent in SNI and checked in the certificate
     /// instead of the host; `server_name_indication=disable` sends no SNI.
     std::optional<std::string> server_name{};
+    /// The endpoints after the first (`host`, `port`), in the order written; empty for a single
+    /// broker. Last, so that aggregate initialization written before it still compiles.
+    std::vector<endpoint> more_endpoints{};
 
     friend bool operator==(const url&, const url&) = default;
 
-    /// The URL with the password replaced by `***`: what logs and error messages may show.
+    /// Every endpoint: `{host, port}` first, then `more_endpoints`, in the order written.
+    std::vector<endpoint> endpoints() const;
+    /// Replaces every endpoint: the first of `list` becomes `host` and `port`, the others
+    /// `more_endpoints`. Throws `letterbox::error` (`errc::invalid_argument`) when `list` is
+    /// empty, longer than `max_endpoints`, holds an empty host or port 0, or the same host and
+    /// port twice; the URL is then unchanged.
+    void set_endpoints(std::vector<endpoint> list);
+
+    /// The URL with the password replaced by `***`, every endpoint shown
+    /// (`amqp://ops:***@h1:5672,h2:5673/vhost`): what logs and error messages may show.
     std::string redacted() const;
 };
 
@@ -83,9 +111,9 @@ url parse_url(std::string_view text);
 ///   `amqp://ops:Sup3r+ss/wd==@h:5672/` gives `amqp://ops:***@h:5672/`, and
 ///   `amqp://o%70s:pw@h` gives `amqp://***@h`.
 /// - Without an `@`, a `:` followed by something that is not a port number (before the next
-///   `/ ? #`) may start a password whose `@host` is missing: everything after it is hidden
-///   (`amqp://ops:s3cret` gives `amqp://ops:***`). A bracketed IPv6 host is skipped first; an
-///   unclosed `[` hides everything after it.
+///   `/ ? #`, or `,` between endpoints) may start a password whose `@host` is missing:
+///   everything after it is hidden (`amqp://ops:s3cret` gives `amqp://ops:***`). A bracketed
+///   IPv6 host is skipped first; an unclosed `[` hides everything after it.
 ///
 /// What remains (host, port, vhost, query) is shown as it was written.
 std::string redact_url_text(std::string_view text);
@@ -158,6 +186,126 @@ inline bool plain_user(std::string_view user) noexcept {
     return true;
 }
 
+/// Whether `s` holds only decimal digits (an empty `s` does).
+inline bool all_digits(std::string_view s) noexcept {
+    for (char c : s)
+        if (c < '0' || c > '9')
+            return false;
+    return true;
+}
+
+/// Whether two host names are the same, ASCII letters compared case-insensitively.
+inline bool same_host(std::string_view a, std::string_view b) noexcept {
+    const auto lower = [](char c) {
+        return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    };
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (lower(a[i]) != lower(b[i]))
+            return false;
+    return true;
+}
+
+/// Why `list` cannot be the endpoints of a URL, or nothing. Endpoints are named by their
+/// position only: in a malformed URL their text may hold part of a password.
+inline std::optional<std::string> check_endpoints(const std::vector<endpoint>& list) {
+    if (list.empty())
+        return "no endpoint";
+    if (list.size() > url::max_endpoints)
+        return "at most " + std::to_string(url::max_endpoints) + " endpoints, not " +
+               std::to_string(list.size());
+    const auto name = [&](std::size_t i) {
+        return list.size() == 1
+                   ? std::string("the endpoint")
+                   : "endpoint " + std::to_string(i + 1) + " of " + std::to_string(list.size());
+    };
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        if (list[i].host.empty())
+            return name(i) + " has no host";
+        if (list[i].port == 0)
+            return name(i) + ": the port must be a number from 1 to 65535";
+        if (list[i].host.find(',') != std::string::npos)
+            return name(i) + ": a host cannot hold ','";
+        for (std::size_t j = 0; j < i; ++j)
+            if (list[j].port == list[i].port && same_host(list[j].host, list[i].host))
+                return "endpoints " + std::to_string(j + 1) + " and " + std::to_string(i + 1) +
+                       " are the same host and port";
+    }
+    return std::nullopt;
+}
+
+/// Parses one endpoint, `host[:port]` or `[IPv6][:port]`, into `e`, whose members hold the
+/// defaults on entry (an empty host keeps the default); the reason when it is malformed.
+inline std::optional<std::string> parse_endpoint(std::string_view text, endpoint& e) {
+    std::string_view host = text, port;
+    if (text.starts_with('[')) {
+        auto close = text.find(']');
+        if (close == std::string_view::npos)
+            return "an IPv6 host needs a closing ']'";
+        host = text.substr(1, close - 1);
+        std::string_view after = text.substr(close + 1);
+        if (!after.empty()) {
+            if (after.front() != ':')
+                return "unexpected text after the IPv6 host";
+            port = after.substr(1);
+            if (port.empty())
+                return "empty port";
+        }
+    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (port.empty())
+            return "empty port";
+    }
+    if (!host.empty()) {
+        auto decoded = percent_decode(host);
+        if (!decoded)
+            return "bad percent-escape in the host";
+        e.host = std::move(*decoded);
+    }
+    if (!port.empty()) {
+        auto p = parse_number<std::uint16_t>(port);
+        if (!p || *p == 0)
+            return "the port must be a number from 1 to 65535";
+        e.port = *p;
+    }
+    return std::nullopt;
+}
+
+/// Parses the hosts of an authority (what follows the userinfo): one endpoint, whose host
+/// defaults to `u.host`, or several separated by commas, each with a host. Sets `u`'s
+/// endpoints, or returns the reason. The count is checked before anything is parsed.
+inline std::optional<std::string> parse_endpoints(std::string_view hosts, url& u) {
+    const auto commas = static_cast<std::size_t>(std::count(hosts.begin(), hosts.end(), ','));
+    if (commas >= url::max_endpoints)
+        return "at most " + std::to_string(url::max_endpoints) + " endpoints, not " +
+               std::to_string(commas + 1);
+    std::vector<endpoint> list;
+    list.reserve(commas + 1);
+    for (std::size_t pos = 0; pos <= hosts.size();) {
+        const auto comma = std::min(hosts.find(',', pos), hosts.size());
+        const auto text = hosts.substr(pos, comma - pos);
+        const auto where = commas == 0 ? std::string()
+                                       : "endpoint " + std::to_string(list.size() + 1) + " of " +
+                                             std::to_string(commas + 1);
+        if (commas != 0 && text.empty())
+            return where + " is empty";
+        endpoint e{commas == 0 ? u.host : std::string(), u.port};
+        if (auto why = parse_endpoint(text, e))
+            return commas == 0 ? *why : where + ": " + *why;
+        list.push_back(std::move(e));
+        pos = comma + 1;
+    }
+    if (auto why = check_endpoints(list))
+        return why;
+    u.host = std::move(list.front().host);
+    u.port = list.front().port;
+    u.more_endpoints.assign(std::make_move_iterator(list.begin() + 1),
+                            std::make_move_iterator(list.end()));
+    return std::nullopt;
+}
+
 } // namespace detail
 
 inline std::string redact_url_text(std::string_view text) {
@@ -179,37 +327,67 @@ inline std::string redact_url_text(std::string_view text) {
         out += rest.substr(at);
         return out;
     }
-    // No '@': look for a ':' that cannot start a port.
-    std::size_t from = 0;
-    if (!rest.empty() && rest.front() == '[') {
-        const auto close = rest.find(']');
-        if (close == std::string_view::npos)
-            return out + "[***";
-        from = close + 1;
+    // No '@': look for a ':' that cannot start a port. In the authority, each comma-separated
+    // endpoint may have one (after a bracketed IPv6 host, skipped first); after it, any ':'
+    // before the next '/', '?' or '#' counts.
+    const auto authority_end = std::min(rest.find_first_of("/?#"), rest.size());
+    const auto hide_from = [&](std::size_t colon) {
+        out += rest.substr(0, colon + 1);
+        out += "***";
+        return out;
+    };
+    for (std::size_t pos = 0;;) {
+        const auto end = std::min(rest.find(',', pos), authority_end);
+        std::size_t from = pos;
+        if (pos < end && rest[pos] == '[') {
+            const auto close = rest.find(']', pos);
+            if (close == std::string_view::npos || close > end)
+                return out + std::string(rest.substr(0, pos)) + "[***";
+            from = close + 1;
+        }
+        if (const auto colon = rest.find(':', from);
+            colon < end && !detail::all_digits(rest.substr(colon + 1, end - colon - 1)))
+            return hide_from(colon);
+        if (end == authority_end)
+            break;
+        pos = end + 1;
     }
-    for (auto colon = rest.find(':', from); colon != std::string_view::npos;
+    for (auto colon = rest.find(':', authority_end); colon != std::string_view::npos;
          colon = rest.find(':', colon + 1)) {
         const auto end = rest.find_first_of("/?#", colon + 1);
         const auto port = rest.substr(
             colon + 1, end == std::string_view::npos ? std::string_view::npos : end - colon - 1);
-        bool digits = true;
-        for (char c : port)
-            digits = digits && c >= '0' && c <= '9';
-        if (!digits) {
-            out += rest.substr(0, colon + 1);
-            out += "***";
-            return out;
-        }
+        if (!detail::all_digits(port))
+            return hide_from(colon);
     }
     out += rest;
     return out;
 }
 
+inline std::vector<endpoint> url::endpoints() const {
+    std::vector<endpoint> all;
+    all.reserve(1 + more_endpoints.size());
+    all.push_back(endpoint{host, port});
+    all.insert(all.end(), more_endpoints.begin(), more_endpoints.end());
+    return all;
+}
+
+inline void url::set_endpoints(std::vector<endpoint> list) {
+    if (auto why = detail::check_endpoints(list))
+        throw error(errc::invalid_argument, "invalid AMQP endpoints: " + *why);
+    host = std::move(list.front().host);
+    port = list.front().port;
+    more_endpoints.assign(std::make_move_iterator(list.begin() + 1),
+                          std::make_move_iterator(list.end()));
+}
+
 inline std::string url::redacted() const {
     std::string out = tls ? "amqps://" : "amqp://";
     out += detail::percent_encode(user) + ":***@";
-    out += host.find(':') != std::string::npos ? "[" + host + "]" : host;
-    out += ":" + std::to_string(port) + "/" + detail::percent_encode(vhost);
+    out += endpoint{host, port}.to_string();
+    for (const auto& e : more_endpoints)
+        out += "," + e.to_string();
+    out += "/" + detail::percent_encode(vhost);
     return out;
 }
 
@@ -273,38 +451,8 @@ inline std::optional<url> try_parse_url(std::string_view text, std::string& why)
             u.password = std::move(*dp);
         }
     }
-    std::string_view host = rest, port;
-    if (rest.starts_with('[')) {
-        auto close = rest.find(']');
-        if (close == std::string_view::npos)
-            return fail("an IPv6 host needs a closing ']'");
-        host = rest.substr(1, close - 1);
-        std::string_view after = rest.substr(close + 1);
-        if (!after.empty()) {
-            if (after.front() != ':')
-                return fail("unexpected text after the IPv6 host");
-            port = after.substr(1);
-            if (port.empty())
-                return fail("empty port");
-        }
-    } else if (auto colon = rest.rfind(':'); colon != std::string_view::npos) {
-        host = rest.substr(0, colon);
-        port = rest.substr(colon + 1);
-        if (port.empty())
-            return fail("empty port");
-    }
-    if (!host.empty()) {
-        auto dh = detail::percent_decode(host);
-        if (!dh)
-            return fail("bad percent-escape in the host");
-        u.host = std::move(*dh);
-    }
-    if (!port.empty()) {
-        auto p = detail::parse_number<std::uint16_t>(port);
-        if (!p || *p == 0)
-            return fail("the port must be a number from 1 to 65535");
-        u.port = *p;
-    }
+    if (auto why = detail::parse_endpoints(rest, u))
+        return fail(std::move(*why));
     if (has_path && !path.empty()) {
         if (path.find('/') != std::string_view::npos)
             return fail("the vhost is one path segment; write '/' inside it as %2F");

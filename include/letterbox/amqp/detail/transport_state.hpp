@@ -5,6 +5,8 @@
 #include <letterbox/amqp/codec/method.hpp>
 #include <letterbox/amqp/detail/channel_core.hpp>
 #include <letterbox/amqp/detail/connection_core.hpp>
+#include <letterbox/amqp/detail/endpoint_order.hpp>
+#include <letterbox/amqp/endpoint.hpp>
 #include <letterbox/amqp/transport_options.hpp>
 #include <letterbox/amqp/url.hpp>
 #include <letterbox/config.hpp>
@@ -27,6 +29,7 @@
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -44,7 +47,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 /// The state of an `amqp::transport`, on one strand: the current connection and its
 /// channels (one confirm-mode publishing channel, one for topology, one per consumer, one per
 /// queue read with basic.get), the publishes awaiting confirms, the consumers, the topology to
-/// re-declare, and the reconnection loop. Every member function runs on `strand_`.
+/// re-declare, and the reconnection loop over the URL's endpoints (in `endpoints_` order,
+/// shuffled once). Every member function runs on `strand_`, except the atomic readers.
 class transport_state : public std::enable_shared_from_this<transport_state> {
 public:
     using completion = letterbox::detail::unique_function<void(std::error_code)>;
@@ -74,7 +78,9 @@ public:
         , url_(std::move(u))
         , options_(std::move(o))
         , timer_(strand_)
-        , delay_(options_.reconnect_delay_min) {
+        , delay_(options_.reconnect_delay_min)
+        , endpoints_(endpoint_order(url_.endpoints(), options_.shuffle_endpoints,
+                                    options_.endpoint_shuffle_seed)) {
         if (options_.publish_window == 0)
             options_.publish_window = 1;
     }
@@ -110,6 +116,14 @@ public:
     /// Consumer and get channels the broker closed by the consumer timeout (any thread).
     std::uint64_t consumer_timeouts() const noexcept {
         return consumer_timeouts_.load(std::memory_order_relaxed);
+    }
+    /// The endpoint of the open and recovered connection, if any (any thread: `endpoints_`
+    /// never changes after construction, and the index is atomic).
+    std::optional<endpoint> connected_endpoint() const {
+        const auto i = connected_endpoint_.load(std::memory_order_acquire);
+        if (i == 0)
+            return std::nullopt;
+        return endpoints_[i - 1];
     }
 
 private:
@@ -153,7 +167,12 @@ private:
     void connect_now();
     void on_connected(std::uint64_t generation, std::error_code ec);
     void on_connection_lost(std::uint64_t generation, std::error_code ec);
+    // The next attempt after one ended: at once while the round lasts, else after the backoff.
     void schedule_reconnect();
+    void set_disconnected() noexcept {
+        connected_.store(false, std::memory_order_release);
+        connected_endpoint_.store(0, std::memory_order_release);
+    }
     void recover_topology(std::size_t next);
     void recover_consumers(std::vector<std::shared_ptr<subscription>> subs, std::size_t next);
     void opened();
@@ -204,6 +223,13 @@ private:
     std::uint64_t generation_ = 0;
     phase phase_ = phase::connecting;
     std::atomic<bool> connected_{false}; // phase_ == open, for other threads
+    // Every endpoint of the URL, in the order they are tried (shuffled once, or as written).
+    const std::vector<endpoint> endpoints_;
+    std::size_t next_endpoint_ = 0;     // the index in endpoints_ of the next attempt
+    std::size_t current_endpoint_ = 0;  // the index of the attempt in progress (or connected)
+    std::size_t attempts_in_round_ = 0; // attempts since the last backoff wait
+    // 1 + the index of the connected endpoint while phase_ == open, else 0 (other threads).
+    std::atomic<std::size_t> connected_endpoint_{0};
     std::atomic<std::uint64_t> consumer_timeouts_{0};
     bool closed_ = false;
     std::vector<completion> waiters_;

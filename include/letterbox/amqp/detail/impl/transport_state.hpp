@@ -12,6 +12,7 @@
 #include <letterbox/error.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -27,9 +28,10 @@ LETTERBOX_DECL void transport_state::with_connection(completion then) {
         return then(make_error_code(errc::closed));
     if (phase_ == phase::open && conn_ && conn_->is_open())
         return then({});
-    // It waits for the attempt in progress, or the one the backoff has scheduled (at most
-    // reconnect_delay_max away), and completes with its outcome: callers retrying in a loop
-    // never make the transport hammer a broker that is down.
+    // It waits for the round of attempts in progress, or the one the backoff has scheduled (at
+    // most reconnect_delay_max away), and completes when a connection opens or when every
+    // endpoint of the round failed: callers retrying in a loop never make the transport hammer
+    // brokers that are down.
     waiters_.push_back(std::move(then));
 }
 
@@ -38,6 +40,15 @@ LETTERBOX_DECL void transport_state::connect_now() {
         return;
     phase_ = phase::connecting;
     const auto generation = ++generation_;
+    current_endpoint_ = next_endpoint_;
+    next_endpoint_ = (next_endpoint_ + 1) % endpoints_.size();
+    ++attempts_in_round_;
+    // One connection reaches one endpoint: the URL's own host and port are replaced, so that
+    // TLS checks (and sends in SNI) that endpoint's host unless server_name_indication says.
+    url target = url_;
+    target.host = endpoints_[current_endpoint_].host;
+    target.port = endpoints_[current_endpoint_].port;
+    target.more_endpoints.clear();
     conn_ = std::make_shared<connection_core>(strand_, options_.connection_name, generation << 32U);
     std::weak_ptr<transport_state> weak = weak_from_this();
     conn_->on_closed = [weak, generation](std::error_code ec) {
@@ -48,7 +59,7 @@ LETTERBOX_DECL void transport_state::connect_now() {
         if (auto self = weak.lock(); self && !blocked && self->generation_ == generation)
             self->pump();
     };
-    conn_->connect(url_, [weak, generation](std::error_code ec) {
+    conn_->connect(target, [weak, generation](std::error_code ec) {
         if (auto self = weak.lock())
             self->on_connected(generation, ec);
     });
@@ -58,8 +69,10 @@ LETTERBOX_DECL void transport_state::on_connected(std::uint64_t generation, std:
     if (generation != generation_ || closed_)
         return;
     if (ec) {
-        fail_waiters(ec.category() == error_category() ? ec
-                                                       : make_error_code(errc::connection_closed));
+        // Waiting operations fail once a whole round failed, not at each endpoint refused.
+        if (attempts_in_round_ >= endpoints_.size())
+            fail_waiters(
+                ec.category() == error_category() ? ec : make_error_code(errc::connection_closed));
         return schedule_reconnect();
     }
     delay_ = options_.reconnect_delay_min;
@@ -108,6 +121,7 @@ transport_state::recover_consumers(std::vector<std::shared_ptr<subscription>> su
 
 LETTERBOX_DECL void transport_state::opened() {
     phase_ = phase::open;
+    connected_endpoint_.store(current_endpoint_ + 1, std::memory_order_release);
     connected_.store(true, std::memory_order_release);
     auto waiters = std::move(waiters_);
     waiters_.clear();
@@ -128,7 +142,7 @@ LETTERBOX_DECL void transport_state::on_connection_lost(std::uint64_t generation
     if (generation != generation_ || closed_)
         return;
     (void)ec;
-    connected_.store(false, std::memory_order_release);
+    set_disconnected();
     // Nothing sent and unconfirmed is replayed: the caller decides (outcome_unknown).
     fail_unconfirmed(make_error_code(errc::outcome_unknown));
     fail_outbox(make_error_code(errc::connection_closed));
@@ -149,9 +163,19 @@ LETTERBOX_DECL void transport_state::schedule_reconnect() {
     if (closed_)
         return;
     phase_ = phase::backoff;
-    connected_.store(false, std::memory_order_release);
-    timer_.expires_after(delay_);
-    delay_ = std::min(delay_ * 2, options_.reconnect_delay_max);
+    set_disconnected();
+    // The next endpoint at once while the round lasts (a failed connect or a lost connection
+    // moves on to the next node); the backoff only once every endpoint had its attempt. A
+    // round counts connections that opened too, so endpoints that accept and then drop every
+    // connection still get the backoff between rounds instead of a busy loop.
+    auto wait = std::chrono::milliseconds{0};
+    if (attempts_in_round_ >= endpoints_.size()) {
+        attempts_in_round_ = 0;
+        wait = delay_;
+        delay_ = std::min(delay_ * 2, options_.reconnect_delay_max);
+    }
+    // Through the timer even without a wait: the connection that ended is still on the stack.
+    timer_.expires_after(wait);
     const auto generation = generation_;
     timer_.async_wait([weak = weak_from_this(), generation](std::error_code ec) {
         auto self = weak.lock();
@@ -185,7 +209,7 @@ LETTERBOX_DECL void transport_state::close(completion done) {
     }
     closed_ = true;
     phase_ = phase::closed;
-    connected_.store(false, std::memory_order_release);
+    set_disconnected();
     timer_.cancel();
     // Acks accepted before the close go out before connection.close.
     for (auto& [uid, entry] : channels_)
