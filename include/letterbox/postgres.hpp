@@ -3,7 +3,7 @@
 
 /// The `letterbox::postgres` component: a durable `outbox_store` and `inbox_store` in a
 /// PostgreSQL database shared by any number of processes (`FOR UPDATE SKIP LOCKED` claims, so
-/// several relays share one outbox), their `unit_of_work` (a transaction that the caller's
+/// several relays share one outbox, and LISTEN/NOTIFY wakes them: `outbox_listener`), their `unit_of_work` (a transaction that the caller's
 /// business writes share), the `database` with its connection pool, and the schema migrations
 /// in a schema of its own. Needs libpq (Debian `libpq-dev`) and PostgreSQL 12 or newer; link
 /// `letterbox::postgres` (CMake option `LETTERBOX_WITH_POSTGRES`). See docs/postgres.md.
@@ -12,6 +12,8 @@
 #include <letterbox/postgres/database.hpp>
 #include <letterbox/postgres/database_options.hpp>
 #include <letterbox/postgres/inbox_store.hpp>
+#include <letterbox/postgres/outbox_listener.hpp>
+#include <letterbox/postgres/outbox_options.hpp>
 #include <letterbox/postgres/outbox_store.hpp>
 #include <letterbox/postgres/param.hpp>
 #include <letterbox/postgres/result.hpp>

@@ -7,6 +7,7 @@
 #include <letterbox/outbox_record.hpp>
 #include <letterbox/postgres/database.hpp>
 #include <letterbox/postgres/detail/database_state.hpp>
+#include <letterbox/postgres/outbox_options.hpp>
 #include <letterbox/postgres/unit_of_work.hpp>
 #include <letterbox/store_time.hpp>
 
@@ -36,6 +37,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::postgres {
 ///   event of an aggregate before an earlier one commits (docs/design/postgres.md). Units that
 ///   add to different aggregates do not wait for each other.
 /// - **Set-based settling.** `mark_published(ids, ...)` marks a whole batch in one statement.
+/// - **Announcements.** Each `add` queues a notification (`outbox_options::notify`) that the
+///   server delivers at commit to every `outbox_listener`, in any process: relays wake at once,
+///   and their poll is only the fallback for a lost notification.
 /// - **Duplicates.** The unique key on `message_id` decides (`INSERT ... ON CONFLICT DO
 ///   NOTHING`): a duplicate is refused with `errc::duplicate_message_id` without a server
 ///   error, so the unit stays usable. When another open unit holds the same id, `add` waits for
@@ -60,7 +64,7 @@ public:
     using unit_of_work_type = postgres::unit_of_work;
 
     /// A store on `db`'s schema. `db` must be open.
-    explicit outbox_store(const database& db);
+    explicit outbox_store(const database& db, outbox_options options = {});
 
     /// Stages `entry` in `uow` (see `outbox_store` concept). `errc::duplicate_message_id`,
     /// `errc::payload_malformed` and `errc::precondition_failed` (the nil id) leave the unit

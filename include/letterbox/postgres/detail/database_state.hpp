@@ -65,6 +65,11 @@ public:
     const database_options& options() const noexcept { return options_; }
     /// The schema's name, quoted for SQL (`"letterbox"`).
     const std::string& schema() const noexcept { return schema_; }
+    /// The schema's name as the options gave it (`letterbox`).
+    const std::string& schema_name() const noexcept { return options_.schema; }
+    /// The connection string, for a component that opens a connection of its own (a
+    /// listener). Holds the password: never show it.
+    const std::string& conninfo() const noexcept { return conninfo_; }
 
     /// Lends a connection: an idle one, or a new one while fewer than `max_connections` are
     /// open, or the next one given back within `acquire_timeout` (else `errc::store_busy`).

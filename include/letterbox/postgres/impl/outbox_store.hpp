@@ -31,15 +31,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::postgres {
 
 /// The store's SQL, with its schema's name in place.
 struct outbox_store::statements {
-    explicit statements(const std::string& schema)
-        : order_lock(with(schema, "SELECT pg_advisory_xact_lock(hashtext('{schema}.outbox'), "
-                                  "hashtext($1 || chr(31) || $2))"))
-        , insert(with(schema,
-                      "INSERT INTO {schema}.letterbox_outbox (message_id, aggregate_type, "
-                      "aggregate_id, event_type, exchange, routing_key, headers, properties, "
-                      "payload, created_at, next_attempt_at) "
-                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) "
-                      "ON CONFLICT (message_id) DO NOTHING"))
+    statements(const std::string& schema, const std::string& name, const outbox_options& options)
+        : insert(insert_sql(schema, name, options.notify, false))
+        , insert_ordered(insert_sql(schema, name, options.notify, true))
         , claim(with(schema,
                      "WITH c AS (SELECT o.sequence FROM {schema}.letterbox_outbox AS o "
                      "WHERE o.status = 0 AND o.next_attempt_at <= $1 "
@@ -100,8 +94,39 @@ struct outbox_store::statements {
         return detail::with_schema(sql, schema);
     }
 
-    std::string order_lock, insert, claim, mark, mark_many, existing, exists, fail, park, unpark,
-        release, purge, find, list, list_status, stats;
+    /// One statement per add: the announcement (delivered at commit) and, for a row of an
+    /// aggregate, the aggregate's order lock, taken before the identity gives the row its
+    /// sequence (the CTEs run first: the INSERT reads their row), then the row.
+    static std::string insert_sql(const std::string& schema, const std::string& name, bool notify,
+                                  bool ordered) {
+        std::string ctes;
+        std::string from;
+        const auto add = [&](std::string cte, std::string_view alias) {
+            ctes += ctes.empty() ? "WITH " : ", ";
+            ctes += cte;
+            from += from.empty() ? " FROM " : ", ";
+            from += alias;
+        };
+        if (notify)
+            add("n AS (SELECT pg_notify('" + std::string(outbox_options::channel) + "', '" + name +
+                    "'))",
+                "n");
+        if (ordered)
+            add(with(schema, "l AS (SELECT pg_advisory_xact_lock(hashtext('{schema}.outbox'), "
+                             "hashtext($2 || chr(31) || $3)))"),
+                "l");
+        return ctes +
+               with(schema, " INSERT INTO {schema}.letterbox_outbox (message_id, "
+                            "aggregate_type, aggregate_id, event_type, exchange, "
+                            "routing_key, headers, properties, payload, created_at, "
+                            "next_attempt_at) SELECT $1::uuid, $2::text, $3::text, "
+                            "$4::text, $5::text, $6::text, $7::bytea, $8::bytea, "
+                            "$9::bytea, $10::bigint, $10::bigint") +
+               from + " ON CONFLICT (message_id) DO NOTHING";
+    }
+
+    std::string insert, insert_ordered, claim, mark, mark_many, existing, exists, fail, park,
+        unpark, release, purge, find, list, list_status, stats;
 };
 
 namespace detail {
@@ -189,9 +214,11 @@ LETTERBOX_DECL std::error_code read_outbox_rows(const result& r, std::vector<out
 
 } // namespace detail
 
-LETTERBOX_DECL outbox_store::outbox_store(const database& db)
+LETTERBOX_DECL outbox_store::outbox_store(const database& db, outbox_options options)
     : db_(db.state())
-    , sql_(db.state() ? std::make_shared<const statements>(db.state()->schema()) : nullptr) {}
+    , sql_(db.state() ? std::make_shared<const statements>(db.state()->schema(),
+                                                           db.state()->schema_name(), options)
+                      : nullptr) {}
 
 LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox_entry& entry,
                                                  store_time now) {
@@ -212,18 +239,13 @@ LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox
     const auto& m = entry.msg;
     auto& conn = uow.connection();
     std::error_code ec;
-    if (!entry.aggregate_id.empty())
-        conn.exec(sql_->order_lock,
-                  {param::text(entry.aggregate_type), param::text(entry.aggregate_id)}, ec);
-    result inserted;
-    if (!ec)
-        inserted = conn.exec(sql_->insert,
-                             {param::text(id), param::text(entry.aggregate_type),
-                              param::text(entry.aggregate_id), param::text(m.type),
-                              param::text(m.exchange), param::text(m.routing_key),
-                              param::bytes(*headers), param::bytes(properties),
-                              param::bytes(m.body), param(letterbox::detail::to_column(now))},
-                             ec);
+    auto inserted =
+        conn.exec(entry.aggregate_id.empty() ? sql_->insert : sql_->insert_ordered,
+                  {param::text(id), param::text(entry.aggregate_type),
+                   param::text(entry.aggregate_id), param::text(m.type), param::text(m.exchange),
+                   param::text(m.routing_key), param::bytes(*headers), param::bytes(properties),
+                   param::bytes(m.body), param(letterbox::detail::to_column(now))},
+                  ec);
     if (ec) {
         uow.fail(ec);
         return ec;
