@@ -68,6 +68,43 @@ letterbox::outbox_entry event(letterbox::message_id_generator& ids, std::string 
 
 } // namespace
 
+TEST_CASE("postgres: a business write and its event commit together (docs/postgres.md)",
+          "[integration][postgres]") {
+    test_support::scratch_schema schema;
+    const std::string url = test_support::postgres_url();
+    //[postgres_open
+    letterbox::postgres::database_options options;
+    options.schema = schema.name(); // letterbox's tables live in a schema of their own
+    std::error_code ec;
+    auto db = letterbox::postgres::database::open(url, options, ec);
+    if (ec) // errc::store_unavailable, store_connection_lost, store_schema_too_new, ...
+        FAIL(ec.message() << ": " << db.last_error_message()); // never shows the password
+    letterbox::postgres::outbox_store outbox(db);
+    //]
+    {
+        auto u = db.begin();
+        REQUIRE_FALSE(u.connection().exec("CREATE TABLE " + schema.name() +
+                                          ".orders (id text PRIMARY KEY, total bigint)"));
+        REQUIRE_FALSE(u.commit());
+    }
+    letterbox::message_id_generator ids{6};
+    const std::string order_id = "42";
+    letterbox::outbox_entry placed = event(ids, order_id, R"({"total":1999})");
+    const std::string insert_order = "INSERT INTO " + schema.name() + ".orders VALUES ($1, $2)";
+    //[postgres_unit_of_work
+    auto uow = db.begin(ec);
+    REQUIRE_FALSE(ec);
+    uow.connection().exec(insert_order,
+                          {letterbox::postgres::param::text(order_id),
+                           letterbox::postgres::param(std::int64_t{1999})},
+                          ec);
+    REQUIRE_FALSE(ec); // on failure the unit rolls back when destroyed
+    REQUIRE_FALSE(outbox.add(uow, placed, std::chrono::system_clock::now()));
+    REQUIRE_FALSE(uow.commit()); // the order and its event, or neither
+    //]
+    CHECK(outbox.find(placed.msg.id, ec).has_value());
+}
+
 TEST_CASE("postgres: a wrong password is refused at open, and no message shows a password",
           "[integration][postgres]") {
     const auto url = test_support::postgres_url();

@@ -201,16 +201,20 @@ TEST_CASE("postgres: a slow database never stalls the relay's io_context: heartb
     for (int i = 0; i < rows; ++i)
         add(db, outbox, event(ids, std::to_string(i % 3), q.name));
 
-    boost::asio::thread_pool store_thread(1);
+    //[postgres_relay
+    boost::asio::thread_pool store_thread(1); // the relay's database calls run here
     letterbox::relay_options o;
     o.store_executor = store_thread.get_executor();
     o.batch_size = 6;
-    o.poll_interval = 100ms;
+    o.poll_interval = 100ms; // the fallback; the listener wakes it at each commit
     o.retention = std::nullopt;
     letterbox::steady_clock clock;
     letterbox::outbox_relay relay(outbox, transport, clock, o);
+    letterbox::postgres::outbox_listener listener(io.get_executor(), db, relay.waker());
+    listener.start();
     std::optional<std::error_code> finished;
     relay.async_run([&](std::error_code ec) { finished = ec; });
+    //]
 
     // Meanwhile, on the same io_context: a message every 100 ms, each confirm timed, and the
     // connection watched.
@@ -246,6 +250,7 @@ TEST_CASE("postgres: a slow database never stalls the relay's io_context: heartb
         io, [&] { return outbox.stats(clock.wall_now(), ec).published == std::size_t{rows}; },
         90s));
     tick.cancel();
+    listener.stop();
     relay.stop();
     REQUIRE(run_until(
         io, [&] { return finished.has_value(); }, 20s));

@@ -82,7 +82,8 @@ concept inbox_purger = requires(S& s, store_time older_than, std::error_code& ec
 /// Does not require: durability, that the store remember anything but the key and its time,
 /// const-callable reads, or a particular schema.
 ///
-/// Models: `in_memory_inbox_store`; `sqlite::inbox_store` (component `letterbox::sqlite`).
+/// Models: `in_memory_inbox_store`; `sqlite::inbox_store` (component `letterbox::sqlite`);
+/// `postgres::inbox_store` (component `letterbox::postgres`).
 /// Archetype: `letterbox::testing::inbox_store_archetype`. Conformance suite:
 /// `letterbox/testing/inbox_store_suite.hpp`.
 template <class S>

@@ -66,7 +66,7 @@ concept outbox_settler = requires(S& s, const message_id& id, std::string_view o
 /// nothing and succeeds. A durable store applies the whole batch in one transaction; that is
 /// the point of the capability (one commit instead of one per row).
 ///
-/// Models: `in_memory_outbox_store`, `sqlite::outbox_store`.
+/// Models: `in_memory_outbox_store`, `sqlite::outbox_store`, `postgres::outbox_store`.
 template <class S>
 concept outbox_batch_settler = requires(S& s, std::span<const message_id> ids,
                                         std::string_view owner, store_time now,
@@ -165,7 +165,8 @@ concept outbox_reader = requires(S& s, const message_id& id, const outbox_query&
 /// call, one transaction); `outbox_relay` then settles its confirmed rows in batches, and
 /// otherwise with one `mark_published` per row.
 ///
-/// Models: `in_memory_outbox_store`; `sqlite::outbox_store` (component `letterbox::sqlite`).
+/// Models: `in_memory_outbox_store`; `sqlite::outbox_store` (component `letterbox::sqlite`);
+/// `postgres::outbox_store` (component `letterbox::postgres`).
 /// Archetype: `letterbox::testing::outbox_store_archetype`. Conformance suite:
 /// `letterbox/testing/outbox_store_suite.hpp`.
 template <class S>

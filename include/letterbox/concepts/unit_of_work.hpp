@@ -33,7 +33,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 /// Does not require: default construction, copying or assignment, nested units, or a way to
 /// begin one (each model has its own: a connection for SQL, nothing for the in-memory stores).
 ///
-/// Models: `in_memory_unit_of_work`; the SQLite unit of work (component `letterbox::sqlite`).
+/// Models: `in_memory_unit_of_work`; the SQLite unit of work (component `letterbox::sqlite`);
+/// the PostgreSQL one (component `letterbox::postgres`).
 /// Archetype: `letterbox::testing::unit_of_work_archetype`.
 template <class U>
 concept unit_of_work = std::move_constructible<U> && requires(U& u, std::function<void()> f) {
