@@ -410,6 +410,29 @@ TEST_CASE("postgres: claimers at once share the rows, and each aggregate keeps i
     }
 }
 
+TEST_CASE("postgres: with a lock_timeout, a unit waiting for another's aggregate gives up",
+          "[integration][postgres]") {
+    test_support::scratch_schema schema;
+    auto options = schema.options();
+    options.lock_timeout = 200ms;
+    auto db = pg::database::open(test_support::postgres_url(), options);
+    pg::outbox_store outbox(db);
+    letterbox::message_id_generator ids{11};
+    auto first = db.begin();
+    REQUIRE_FALSE(outbox.add(first, event(ids, "42"), t0));
+    // Same thread, same aggregate: without the timeout this would wait for `first` forever.
+    auto second = db.begin();
+    const auto started = std::chrono::steady_clock::now();
+    CHECK(outbox.add(second, event(ids, "42"), t0) == errc::store_busy);
+    CHECK(std::chrono::steady_clock::now() - started < 5s);
+    CHECK(second.commit() == errc::store_busy); // the failed add failed the unit
+    // Another aggregate does not wait at all.
+    auto third = db.begin();
+    CHECK_FALSE(outbox.add(third, event(ids, "43"), t0));
+    CHECK_FALSE(third.commit());
+    CHECK_FALSE(first.commit());
+}
+
 TEST_CASE("postgres: the pool lends at most max_connections and says when none came free",
           "[integration][postgres]") {
     test_support::scratch_schema schema;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::postgres {
@@ -42,6 +43,14 @@ struct database_options {
     /// sets one.
     std::string application_name = "letterbox";
     isolation_level isolation = isolation_level::read_committed;
+    /// `lock_timeout` of every connection: a statement that waits longer for a lock that another
+    /// unit of work holds (a row, a key, an aggregate's order lock) fails with
+    /// `errc::store_busy`, and its unit with it. Unset: the server's setting (by default, wait
+    /// as long as it takes).
+    std::optional<std::chrono::milliseconds> lock_timeout{};
+    /// `statement_timeout` of every connection: a statement that runs longer fails with
+    /// `errc::store_busy`. Unset: the server's setting.
+    std::optional<std::chrono::milliseconds> statement_timeout{};
     /// Create the schema and letterbox's tables when they are missing. With `false`, a database
     /// without them is refused with `errc::store_not_a_database` and left as it was; an older
     /// letterbox schema is still migrated. For tools that must act on an existing one only.

@@ -94,6 +94,8 @@ public:
         std::string why;
         connection c = connection::open(conninfo_, options_.connect_timeout,
                                         options_.application_name, ec, &why);
+        if (!ec)
+            ec = configure(c, why);
         if (ec) {
             lock.lock();
             --open_;
@@ -116,6 +118,23 @@ public:
         if (ec && !c->last_error_message().empty())
             record_error(c->last_error_message());
         return ec;
+    }
+
+    /// Applies the options' session settings to a new connection.
+    std::error_code configure(connection& c, std::string& why) const {
+        const auto set = [&](const char* name, std::chrono::milliseconds value) {
+            auto ec = c.exec(std::string("SET ") + name + " = " + std::to_string(value.count()));
+            if (ec)
+                why = c.last_error_message();
+            return ec;
+        };
+        if (options_.lock_timeout)
+            if (auto ec = set("lock_timeout", *options_.lock_timeout))
+                return ec;
+        if (options_.statement_timeout)
+            if (auto ec = set("statement_timeout", *options_.statement_timeout))
+                return ec;
+        return {};
     }
 
     void record_error(std::string text) {
