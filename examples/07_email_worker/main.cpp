@@ -174,8 +174,12 @@ int run_scenario(Transport& transport, asio::io_context& io, letterbox::steady_c
                             .with_classifier(backoff::classifier{}
                                                  .permanent<mail::address_rejected>()
                                                  .transient<mail::provider_unavailable>());
+    // Production runs on a cluster: quorum queues, replicated. The defaults: a delivery limit
+    // of 20 on the work queue (a message that crashes the worker ends in the DLQ) and
+    // at-least-once dead-lettering between the queues (RabbitMQ 3.10+).
     const topology::retry_topology topo{.queue = queue,
-                                        .delays = topology::retry_topology::levels_of(policy)};
+                                        .delays = topology::retry_topology::levels_of(policy),
+                                        .quorum = topology::quorum_options{}};
     //]
     auto queues = topo.queues();
     for (auto& q : queues) // a shared broker forgets this run's queues 10 minutes after it

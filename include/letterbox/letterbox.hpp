@@ -106,6 +106,7 @@
 #include <letterbox/topology/group_partitions.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
+#include <letterbox/topology/quorum_options.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/topology/topic_match.hpp>
 #include <letterbox/trace_context.hpp>

@@ -12,6 +12,7 @@
 #include <letterbox/middleware/redelivery.hpp>
 #include <letterbox/middleware/retry.hpp>
 #include <letterbox/steady_clock.hpp>
+#include <letterbox/topology/quorum_options.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
 
@@ -20,6 +21,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -41,6 +43,9 @@ struct receive_endpoint_options {
     /// Where the handler runs: empty for the transport's executor, or a thread pool's for
     /// handlers that block (`consumer_options::handler_executor`).
     boost::asio::any_io_executor handler_executor{};
+    /// Quorum queues for the work, retry and dead-letter queues (`retry_topology::quorum`);
+    /// `std::nullopt` (the default): classic queues.
+    std::optional<topology::quorum_options> quorum{};
 };
 
 namespace detail {
@@ -74,6 +79,9 @@ inline steady_clock& endpoint_steady_clock() noexcept {
 /// with `middleware::compose` and a `consumer` yourself: this is a shorthand for that, not a
 /// different mechanism.
 ///
+/// With `receive_endpoint_options::quorum`, every queue is a quorum queue; a topology that
+/// `retry_topology::check` refuses throws `letterbox::error` (`errc::invalid_argument`) here.
+///
 /// The transport and the clock must outlive the endpoint and its consumers.
 template <class Transport, class Clock = steady_clock, class Retry = backoff::none,
           class Redelivery = backoff::none>
@@ -90,6 +98,7 @@ public:
         , options_(std::move(options)) {
         if (options_.consumer_id.empty())
             options_.consumer_id = options_.queue;
+        topology().check(); // a quorum topology RabbitMQ would refuse fails here, not later
     }
 
     /// The same endpoint with immediate, in-process retry by `policy` (`middleware::retry`).
@@ -111,7 +120,8 @@ public:
     /// dead-letter queue.
     topology::retry_topology topology() const {
         return {.queue = options_.queue,
-                .delays = topology::retry_topology::levels_of(redelivery_)};
+                .delays = topology::retry_topology::levels_of(redelivery_),
+                .quorum = options_.quorum};
     }
 
     /// Declares `topology().queues()`; completes with `void(error_code)` (see

@@ -24,27 +24,28 @@ inline std::uint32_t clamp_count(std::int64_t n) {
 
 /// How many failed attempts the message of `d` had before this delivery, read from the
 /// message itself so that the count survives a consumer crash, a restart and scale-out
-/// (DESIGN §3.4). It is the largest of:
-/// - `headers::attempts`, letterbox's own counter, written by the redelivery and
-///   dead-letter layers on every copy they publish;
-/// - the `x-death` counts for reason `rejected` on `d.queue`, written by the broker when a
-///   consumer of that queue rejected it onto a dead-letter exchange (broker-side retry
-///   through a TTL queue, with no letterbox header);
-/// - `x-delivery-count`, a quorum queue's count of earlier returns, which also counts
-///   deliveries lost to a consumer crash.
+/// (DESIGN §3.4). Two kinds of count add up:
+///
+/// - the attempts made on earlier copies of the message, the larger of
+///   - `headers::attempts`, letterbox's own counter, written by the redelivery and
+///     dead-letter layers on every copy they publish, and
+///   - the `x-death` count for reason `rejected` on `d.queue`, written by the broker when a
+///     consumer of that queue rejected it onto a dead-letter exchange (broker-side retry
+///     through a TTL queue, with no letterbox header);
+/// - plus the returns of this very copy: `x-delivery-count`, which a quorum queue sets from
+///   the second delivery of a message on (a consumer crashed or lost its connection, or
+///   the message was requeued). Each copy starts again without it, so it never counts an
+///   attempt that the first kind counts already (the layers strip it from their copies).
 ///
 /// Malformed or negative values count as 0: a header is never trusted to be well formed.
 /// A crash of a consumer of a classic queue leaves no count anywhere (the broker only sets
 /// the redelivered flag), so such a delivery is not counted; see docs/retry-and-dead-letter.md.
 inline std::uint32_t attempts_before(const delivery& d) {
     const field_table& h = d.msg.headers;
-    std::uint32_t n = 0;
+    std::uint32_t earlier = 0;
     if (const auto* v = h.find(headers::attempts))
         if (auto i = v->as_integer())
-            n = std::max(n, detail::clamp_count(*i));
-    if (const auto* v = h.find(headers::x_delivery_count))
-        if (auto i = v->as_integer())
-            n = std::max(n, detail::clamp_count(*i));
+            earlier = std::max(earlier, detail::clamp_count(*i));
     if (const auto* v = h.find(headers::x_death))
         if (const auto* deaths = v->get_if<field_array>())
             for (const auto& entry : *deaths) {
@@ -54,9 +55,13 @@ inline std::uint32_t attempts_before(const delivery& d) {
                     continue;
                 if (const auto* c = t->find(headers::x_death_field::count))
                     if (auto i = c->as_integer())
-                        n = std::max(n, detail::clamp_count(*i));
+                        earlier = std::max(earlier, detail::clamp_count(*i));
             }
-    return n;
+    std::uint32_t returns = 0;
+    if (const auto* v = h.find(headers::x_delivery_count))
+        if (auto i = v->as_integer())
+            returns = detail::clamp_count(*i);
+    return detail::clamp_count(std::int64_t{earlier} + std::int64_t{returns});
 }
 
 } // namespace letterbox::middleware

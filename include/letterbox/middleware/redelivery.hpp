@@ -111,7 +111,9 @@ public:
         : policy_(std::move(p))
         , topology_(std::move(topo))
         , clock_(&clock)
-        , via_(via) {}
+        , via_(via) {
+        topology_.check();
+    }
 
     const Policy& policy() const noexcept { return policy_; }
     const topology::retry_topology& topology() const noexcept { return topology_; }
@@ -151,6 +153,13 @@ private:
 /// Declare the queues first (`topology::async_declare_all(t, topo.queues(), ...)`): a copy
 /// published to a missing retry queue is returned, and the consumer then requeues the
 /// original, so nothing is lost, but the message comes back at once.
+///
+/// On quorum queues (`retry_topology::quorum`) the count includes the returns the queue
+/// counted in `x-delivery-count` (crashes, lost connections), and the work queue's delivery
+/// limit bounds what never reaches this layer: a message that crashes the consumer every
+/// time is dead-lettered by the broker (docs/retry-and-dead-letter.md, "Quorum queues").
+/// Throws `letterbox::error` (`errc::invalid_argument`) for a topology that
+/// `retry_topology::check` refuses.
 template <retry_policy Policy, clock Clock>
 redelivery_layer<Policy, Clock> redelivery(Policy policy, topology::retry_topology topo,
                                            Clock& clock,

@@ -18,6 +18,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 namespace args {
 inline constexpr std::string_view dead_letter_exchange = "x-dead-letter-exchange";
 inline constexpr std::string_view dead_letter_routing_key = "x-dead-letter-routing-key";
+inline constexpr std::string_view dead_letter_strategy = "x-dead-letter-strategy";
 inline constexpr std::string_view message_ttl = "x-message-ttl";
 inline constexpr std::string_view expires = "x-expires";
 inline constexpr std::string_view max_length = "x-max-length";
@@ -38,6 +39,23 @@ enum class overflow_behaviour {
     reject_publish,    ///< refuse the new message (publisher gets a nack)
     reject_publish_dlx ///< refuse it and dead-letter it (classic queues)
 };
+
+/// `x-dead-letter-strategy`: how a quorum queue hands a message it dead-letters to its
+/// dead-letter exchange (RabbitMQ 3.10+).
+enum class dead_lettering {
+    /// Published once, without a confirm: lost if the target is missing, full or unavailable
+    /// at that moment. RabbitMQ's default, and the only strategy of classic queues.
+    at_most_once,
+    /// Kept in the source queue (not ready, still counted in its length) until every target
+    /// queue confirmed it, and retried until then. Needs `x-overflow: reject-publish` and a
+    /// dead-letter exchange; without either, RabbitMQ logs a warning and falls back to
+    /// at-most-once or to no dead-lettering (seen on 3.10.8), so `queue::check` refuses both.
+    at_least_once,
+};
+
+inline constexpr std::string_view to_string(dead_lettering d) noexcept {
+    return d == dead_lettering::at_least_once ? "at-least-once" : "at-most-once";
+}
 
 inline constexpr std::string_view to_string(queue_type t) noexcept {
     return t == queue_type::quorum ? "quorum" : "classic";
@@ -74,12 +92,18 @@ inline std::string_view amqp_type_name(const field_value& v) noexcept {
 struct queue_arguments {
     std::optional<std::string> dead_letter_exchange{};
     std::optional<std::string> dead_letter_routing_key{};
+    /// Quorum queues only (RabbitMQ 3.10+); see `dead_lettering` for what it needs.
+    std::optional<dead_lettering> dead_letter_strategy{};
     std::optional<std::chrono::milliseconds> message_ttl{};
     std::optional<std::chrono::milliseconds> expires{};
     std::optional<std::int64_t> max_length{};
     std::optional<std::int64_t> max_length_bytes{};
     std::optional<overflow_behaviour> overflow{};
-    /// Quorum queues only. Negative means unlimited (RabbitMQ 4.x spells it -1).
+    /// Quorum queues only: a message returned (requeued, or its consumer's channel lost) more
+    /// often than this is dead-lettered, with reason `delivery_limit`, or dropped when the
+    /// queue has no dead-letter exchange. Negative depends on the version: unlimited on
+    /// RabbitMQ 4.0+ (which spells it -1), but 3.10 dead-letters at the first return (seen on
+    /// 3.10.8). Unset: unlimited before 4.0, 20 from 4.0 on.
     std::optional<std::int64_t> delivery_limit{};
     /// Classic queues only: a priority queue serving messages by their `priority` property,
     /// 0 to this maximum (at most 255); higher priorities count as the maximum.
@@ -99,6 +123,8 @@ struct queue_arguments {
             t.set(args::dead_letter_exchange, *dead_letter_exchange);
         if (dead_letter_routing_key)
             t.set(args::dead_letter_routing_key, *dead_letter_routing_key);
+        if (dead_letter_strategy)
+            t.set(args::dead_letter_strategy, std::string(to_string(*dead_letter_strategy)));
         if (message_ttl)
             t.set(args::message_ttl, static_cast<std::int64_t>(message_ttl->count()));
         if (expires)
@@ -169,6 +195,18 @@ struct queue_arguments {
                         "{unacceptable_type," + type_of(args::dead_letter_routing_key) + "}");
         if (a.dead_letter_routing_key && !a.dead_letter_exchange)
             return fail(args::dead_letter_routing_key, "routing_key_but_no_dlx_defined");
+        std::optional<std::string> s;
+        if (!text(args::dead_letter_strategy, s))
+            return fail(args::dead_letter_strategy,
+                        "{unacceptable_type," + type_of(args::dead_letter_strategy) + "}");
+        if (s) {
+            if (*s == "at-least-once")
+                a.dead_letter_strategy = dead_lettering::at_least_once;
+            else if (*s == "at-most-once")
+                a.dead_letter_strategy = dead_lettering::at_most_once;
+            else
+                return fail(args::dead_letter_strategy, "invalid_dlx_strategy");
+        }
         std::optional<std::int64_t> i;
         for (auto [name, negative_ok] :
              {std::pair{args::message_ttl, false}, std::pair{args::expires, false},
@@ -203,7 +241,7 @@ struct queue_arguments {
             } else
                 a.delivery_limit = *i;
         }
-        std::optional<std::string> s;
+        s.reset();
         if (!text(args::overflow, s))
             return fail(args::overflow, "{unacceptable_type," + type_of(args::overflow) + "}");
         if (s) {

@@ -2,12 +2,15 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/error.hpp>
 #include <letterbox/topology/queue.hpp>
 #include <letterbox/topology/queue_arguments.hpp>
+#include <letterbox/topology/quorum_options.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::topology {
 enum class rejects_go_to : std::uint8_t {
     /// Nowhere: the work queue has no dead-letter exchange. Use it with explicit
     /// dead-lettering (`middleware::dead_letter` publishes to the dead-letter queue itself).
+    /// A quorum work queue (`retry_topology::quorum`) gets the dead-letter queue all the same:
+    /// it dead-letters by itself (its delivery limit), and what it gives up on must not vanish.
     nowhere,
     /// The dead-letter queue: native dead-lettering (`basic.reject`, the broker writes
     /// `x-death`).
@@ -41,6 +46,11 @@ enum class rejects_go_to : std::uint8_t {
 /// consumer declares them at start (`topology::async_declare_all(t, topo.queues(), token)`);
 /// declaring an existing queue with different arguments fails with
 /// `errc::precondition_failed`, as on RabbitMQ.
+///
+/// With `quorum` set, every queue is a quorum queue (`quorum_options`): replicated, with a
+/// delivery limit on the work queue and at-least-once dead-lettering by default. A classic
+/// queue cannot be declared again as a quorum queue (406): a topology that changes type needs
+/// new queue names, or the old queues drained and deleted first.
 struct retry_topology {
     /// The work queue.
     std::string queue{};
@@ -50,6 +60,8 @@ struct retry_topology {
     std::string dead_letter_queue{};
     /// Where the work queue sends rejected messages.
     rejects_go_to rejects = rejects_go_to::nowhere;
+    /// Quorum queues with these settings; `std::nullopt` (the default): classic queues.
+    std::optional<quorum_options> quorum{};
 
     /// The delay levels of a policy's schedule: its base delays (without jitter) for each
     /// retry, distinct and sorted.
@@ -88,26 +100,78 @@ struct retry_topology {
         return sorted.empty() ? std::chrono::milliseconds{0} : sorted.back();
     }
 
+    /// Throws `letterbox::error` with `errc::invalid_argument` when the topology is one that
+    /// RabbitMQ would refuse or not honour: a quorum topology without a queue name (quorum
+    /// queues cannot be server-named), a negative delivery limit (its meaning depends on the
+    /// broker's version, see `quorum_options::delivery_limit`), a delivery limit together with
+    /// `rejects_go_to::retry_queue` (the messages the limit gives up on would go to the retry
+    /// queue and back to the work queue, forever or until RabbitMQ drops them as a cycle), or
+    /// any queue that `queue::check` refuses. `queues()` and the `redelivery` layer check.
+    void check() const {
+        auto refuse = [&](const std::string& why) {
+            throw letterbox::error(errc::invalid_argument,
+                                   "retry topology of queue '" + queue + "': " + why);
+        };
+        if (quorum) {
+            if (queue.empty())
+                refuse("quorum queues cannot be server-named: give the work queue a name");
+            if (quorum->delivery_limit && *quorum->delivery_limit < 0)
+                refuse("a negative delivery limit is unlimited on RabbitMQ 4.0+ but dead-letters "
+                       "at the first return on 3.10; leave it unset (std::nullopt) for the "
+                       "broker's default, or lift it with a policy");
+            if (quorum->delivery_limit && rejects == rejects_go_to::retry_queue && !delays.empty())
+                refuse("a delivery limit with rejects_go_to::retry_queue would send what the "
+                       "limit gives up on back to the work queue through the retry queue; use "
+                       "another rejects_go_to, or no delivery limit");
+        }
+        for (const auto& q : declarations())
+            q.check();
+    }
+
     /// Every queue to declare, the work queue last (its dead-letter target exists first).
+    /// Throws as `check()` does.
     std::vector<topology::queue> queues() const {
+        check();
+        return declarations();
+    }
+
+private:
+    // The queues, unchecked.
+    std::vector<topology::queue> declarations() const {
+        const bool at_least_once =
+            quorum && quorum->dead_letter_strategy == dead_lettering::at_least_once;
+        auto typed = [&](queue_arguments a, bool dead_letters) {
+            if (!quorum)
+                return a;
+            a.type = queue_type::quorum;
+            if (dead_letters && at_least_once) {
+                a.dead_letter_strategy = dead_lettering::at_least_once;
+                a.overflow = overflow_behaviour::reject_publish;
+            }
+            return a;
+        };
         std::vector<topology::queue> out;
         for (auto level : delays) {
             queue_arguments a;
             a.message_ttl = level;
             a.dead_letter_exchange = "";
             a.dead_letter_routing_key = this->queue;
-            out.push_back({.name = retry_queue_name(level), .arguments = a.to_table()});
+            out.push_back(
+                {.name = retry_queue_name(level), .arguments = typed(a, true).to_table()});
         }
-        out.push_back({.name = dead_letter_queue_name()});
+        out.push_back({.name = dead_letter_queue_name(), .arguments = typed({}, false).to_table()});
         queue_arguments work;
-        if (rejects == rejects_go_to::dead_letter_queue) {
-            work.dead_letter_exchange = "";
-            work.dead_letter_routing_key = dead_letter_queue_name();
-        } else if (rejects == rejects_go_to::retry_queue && !delays.empty()) {
+        if (rejects == rejects_go_to::retry_queue && !delays.empty()) {
             work.dead_letter_exchange = "";
             work.dead_letter_routing_key = retry_queue_name(delays.front());
+        } else if (rejects == rejects_go_to::dead_letter_queue || quorum) {
+            work.dead_letter_exchange = "";
+            work.dead_letter_routing_key = dead_letter_queue_name();
         }
-        out.push_back({.name = this->queue, .arguments = work.to_table()});
+        if (quorum)
+            work.delivery_limit = quorum->delivery_limit;
+        const bool dead_letters = work.dead_letter_exchange.has_value();
+        out.push_back({.name = this->queue, .arguments = typed(work, dead_letters).to_table()});
         return out;
     }
 };

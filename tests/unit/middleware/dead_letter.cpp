@@ -75,4 +75,18 @@ TEST_CASE("dead_letter native rejects, and lets store errors through to be reque
     CHECK(b.failure()->error == errc::store_busy);
 }
 
+TEST_CASE("dead_letter on a quorum queue counts the delivery's returns into its attempts",
+          "[middleware][dead_letter][quorum]") {
+    letterbox::virtual_clock clock;
+    int calls = 0;
+    auto h = mw::dead_letter({}, clock)(flaky{100, &calls});
+    auto d = make_delivery();
+    d.msg.headers.set(headers::x_delivery_count, std::int64_t{2}); // crashed twice before
+    auto r = h(handling{d});
+    REQUIRE(r.what() == kind::forward);
+    const auto& m = *r.forwarded();
+    CHECK(attempts_header(m) == 3);
+    CHECK_FALSE(m.headers.contains(headers::x_delivery_count));
+}
+
 } // namespace unit_middleware_dead_letter

@@ -128,4 +128,41 @@ TEST_CASE("redelivery by reject counts the broker's x-death", "[middleware][rede
     CHECK(r.failure()->attempts == 3);
 }
 
+TEST_CASE("on a quorum queue a returned delivery counts its returns, and its copy does not "
+          "carry them on",
+          "[middleware][redelivery][quorum]") {
+    letterbox::virtual_clock clock;
+    auto topo = billing_topology();
+    topo.quorum = letterbox::topology::quorum_options{};
+    int calls = 0;
+    auto h = mw::redelivery(backoff::fixed(10s, 6), topo, clock)(flaky{100, &calls});
+    auto d = make_delivery();
+    d.msg.headers.set(headers::attempts, std::int64_t{2});
+    d.msg.headers.set(headers::x_delivery_count, std::int64_t{1}); // one crash since
+    auto r = h(handling{d});
+    REQUIRE(r.what() == kind::forward);
+    REQUIRE(r.failure());
+    CHECK(r.failure()->attempts == 4);
+    const auto& copy = *r.forwarded();
+    CHECK(attempts_header(copy) == 4);
+    // A quorum queue leaves a publisher's x-delivery-count on a first delivery: kept, it
+    // would count the crash a second time.
+    CHECK_FALSE(copy.headers.contains(headers::x_delivery_count));
+    SECTION("and the crashes count toward the policy's maximum") {
+        d.msg.headers.set(headers::x_delivery_count, std::int64_t{3});
+        auto last = h(handling{d});
+        REQUIRE(last.failed());
+        CHECK(last.failure()->attempts == 6);
+        CHECK(last.failure()->reason == mw::death_reason::retries_exhausted);
+    }
+}
+
+TEST_CASE("a redelivery layer refuses a quorum topology RabbitMQ would misread",
+          "[middleware][redelivery][quorum]") {
+    letterbox::virtual_clock clock;
+    auto topo = billing_topology();
+    topo.quorum = letterbox::topology::quorum_options{.delivery_limit = -1};
+    CHECK_THROWS_AS(mw::redelivery(backoff::fixed(10s, 4), topo, clock), letterbox::error);
+}
+
 } // namespace unit_middleware_redelivery

@@ -20,7 +20,9 @@ TEST_CASE("queue arguments round-trip through their field table", "[topology][qu
     a.max_priority = 7;
     a.type = queue_type::quorum;
     a.single_active_consumer = true;
+    a.dead_letter_strategy = dead_lettering::at_least_once;
     const auto t = a.to_table();
+    CHECK(t.get<std::string>(args::dead_letter_strategy) == "at-least-once");
     CHECK(t.get<std::string>(args::queue_type) == "quorum");
     CHECK(t.get<bool>(args::single_active_consumer) == true);
     CHECK(t.get<std::string>(args::overflow) == "reject-publish-dlx");
@@ -72,7 +74,7 @@ TEST_CASE("invalid queue arguments are refused with precondition_failed and a re
     }
 }
 
-TEST_CASE("a negative delivery limit is accepted and means unlimited",
+TEST_CASE("a negative delivery limit is accepted (its meaning depends on the broker's version)",
           "[topology][queue_arguments]") {
     std::error_code ec;
     std::string why;
@@ -80,6 +82,28 @@ TEST_CASE("a negative delivery limit is accepted and means unlimited",
         queue_arguments::parse({{std::string(args::delivery_limit), std::int64_t{-1}}}, ec, why);
     REQUIRE(a);
     CHECK(a->delivery_limit == -1);
+}
+
+TEST_CASE("x-dead-letter-strategy is read as RabbitMQ 3.10 reads it",
+          "[topology][queue_arguments]") {
+    std::error_code ec;
+    std::string why;
+    auto parsed = [&](field_value v) {
+        return queue_arguments::parse({{std::string(args::dead_letter_strategy), std::move(v)}}, ec,
+                                      why);
+    };
+    auto a = parsed(std::string("at-most-once"));
+    REQUIRE(a);
+    CHECK(a->dead_letter_strategy == dead_lettering::at_most_once);
+    a = parsed(std::string("at-least-once"));
+    REQUIRE(a);
+    CHECK(a->dead_letter_strategy == dead_lettering::at_least_once);
+    // The texts of 3.10.8's refusals, without the queue's name.
+    CHECK_FALSE(parsed(std::string("exactly-once")));
+    CHECK(ec == errc::precondition_failed);
+    CHECK(why == "invalid arg 'x-dead-letter-strategy': invalid_dlx_strategy");
+    CHECK_FALSE(parsed(std::int64_t{1}));
+    CHECK(why == "invalid arg 'x-dead-letter-strategy': {unacceptable_type,long}");
 }
 
 } // namespace unit_topology_queue_arguments

@@ -42,6 +42,11 @@ inline message failed_copy(const delivery& d, const handler_failure& f, std::uin
     // The broker dropped the expiration when the message was dead-lettered; a copy never
     // inherits one that a retry level set.
     m.properties.expiration.reset();
+    // A quorum queue's counts of this delivery's returns are in `attempts` now. A copy that
+    // kept them would carry them into its next queue, where a quorum queue leaves a
+    // publisher's `x-delivery-count` on the first delivery (seen on 3.10.8), counted twice.
+    h.erase(headers::x_delivery_count);
+    h.erase(headers::x_acquired_count);
     return m;
 }
 

@@ -31,6 +31,10 @@ struct broker_profile {
     bool keep_cc_with_dead_letter_routing_key = false;
     /// 4.0+: quorum queues have a delivery limit of 20 unless one is set.
     std::optional<std::int64_t> quorum_default_delivery_limit;
+    /// 4.0+: a negative `x-delivery-limit` (-1) means unlimited. 3.10 compares the delivery
+    /// count with it as it is, so a quorum queue with -1 dead-letters (or drops) a message at
+    /// its first return (seen on 3.10.8).
+    bool quorum_negative_delivery_limit_is_unlimited = false;
     /// Up to 4.2 `basic.nack` with requeue increments `x-delivery-count`; 4.3 counts only
     /// rejects and lost channels (and adds `x-acquired-count`).
     bool nack_increments_delivery_count = true;
@@ -85,6 +89,7 @@ struct broker_profile {
         broker_profile p = rabbitmq_3_13();
         p.name = "4.0";
         p.quorum_default_delivery_limit = 20;
+        p.quorum_negative_delivery_limit_is_unlimited = true;
         p.quorum_returns_first = true;
         p.max_message_size = std::size_t{16} * 1024 * 1024;
         return p;

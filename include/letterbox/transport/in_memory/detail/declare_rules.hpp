@@ -23,8 +23,7 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 /// 3.10.8). The model acts on only some of them; the others are stored and compared all the
 /// same. Any other argument may differ from the queue's: `x-delivery-limit`,
 /// `x-dead-letter-strategy`, `x-max-in-memory-length`, `x-max-in-memory-bytes`, and the
-/// quorum and stream ones. A quorum queue is compared on the same list (not checked against a
-/// broker).
+/// quorum and stream ones. A quorum queue has a list of its own (below).
 inline constexpr std::array<std::string_view, 13> compared_queue_arguments = {
     "x-expires",
     "x-message-ttl",
@@ -39,6 +38,28 @@ inline constexpr std::array<std::string_view, 13> compared_queue_arguments = {
     "x-single-active-consumer",
     "x-queue-type",
     "x-queue-master-locator",
+};
+
+/// The same for a quorum queue: its type's `queue_arguments` capability, in its order
+/// (rabbit_quorum_queue:capabilities/0 of 3.10). Seen on 3.10.8: a quorum queue declared
+/// again with another `x-delivery-limit` is refused (`inequivalent arg 'x-delivery-limit' ...:
+/// received '7' but current is '5'`), and `x-dead-letter-strategy` is compared before it.
+inline constexpr std::array<std::string_view, 15> compared_quorum_queue_arguments = {
+    "x-dead-letter-exchange",
+    "x-dead-letter-routing-key",
+    "x-dead-letter-strategy",
+    "x-expires",
+    "x-max-length",
+    "x-max-length-bytes",
+    "x-max-in-memory-length",
+    "x-max-in-memory-bytes",
+    "x-overflow",
+    "x-single-active-consumer",
+    "x-queue-type",
+    "x-quorum-initial-group-size",
+    "x-delivery-limit",
+    "x-message-ttl",
+    "x-queue-leader-locator",
 };
 
 /// The queue argument that turns on single active consumer. A new queue's value must be a bool

@@ -7,6 +7,9 @@
 #include <letterbox/config.hpp>
 #include <letterbox/transport/in_memory/detail/broker_state.hpp>
 
+#include <span>
+#include <string_view>
+
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::in_memory::detail {
 
 LETTERBOX_DECL std::error_code
@@ -207,8 +210,11 @@ LETTERBOX_DECL queue_declare_ok broker_state::queue_declare(channel_state& ch,
                               bool_text(q.auto_delete));
             return {};
         }
-        // rabbit_misc:assert_args_equivalence over declare_args(), in its order.
-        for (auto arg : compared_queue_arguments) {
+        // rabbit_misc:assert_args_equivalence over the queue type's arguments, in their order.
+        const std::span<const std::string_view> compared =
+            q.quorum() ? std::span<const std::string_view>(compared_quorum_queue_arguments)
+                       : std::span<const std::string_view>(compared_queue_arguments);
+        for (auto arg : compared) {
             const auto* want = decl.arguments.find(arg);
             const auto* have = q.arguments.find(arg);
             if (arg == topology::args::queue_type ? same_queue_type(want, have)
@@ -237,8 +243,13 @@ LETTERBOX_DECL queue_declare_ok broker_state::queue_declare(channel_state& ch,
     if (const auto* sac = decl.arguments.find(single_active_consumer_argument))
         q->single_active_consumer = sac->get_if<bool>() && *sac->get_if<bool>();
     if (q->quorum()) {
+        // A negative limit is "unlimited" from 4.0 on; 3.10 compares the count with it as
+        // it is, so the first return dead-letters (seen on 3.10.8 with -1).
         if (args->delivery_limit)
-            q->delivery_limit = *args->delivery_limit < 0 ? std::nullopt : args->delivery_limit;
+            q->delivery_limit =
+                *args->delivery_limit < 0 && profile_.quorum_negative_delivery_limit_is_unlimited
+                    ? std::nullopt
+                    : args->delivery_limit;
         else
             q->delivery_limit = profile_.quorum_default_delivery_limit;
     } else {
