@@ -128,13 +128,15 @@ deps:
 test-deps:
 	$(call install_packages,$(TEST_PACKAGES_FILE))
 
-# `make test`: both builds first; then one PostgreSQL and one broker for both test runs: the
+# `make test`: both builds first; then the cluster test on a 3-node RabbitMQ cluster of its own,
+# stopped before the rest starts; then one PostgreSQL and one broker for both test runs: the
 # ThreadSanitizer build (only the sources with [threads] tests) runs the `threads` label, the
 # ASan+UBSan build runs every test, `integration` included, with LETTERBOX_POSTGRES_URL and
 # LETTERBOX_AMQP_URL naming the servers. The full ASan ctest run goes last, so its summary is the
 # last line of the tests. The servers stop after them, also when a test fails or make is
 # interrupted (postgres.sh run and rabbitmq.sh run trap EXIT, INT, TERM and HUP).
 test: deps test-deps asan-build tsan-build
+	$(WITH_CLUSTER) $(run_cluster_tests)
 	$(WITH_SERVICES) $(SHELL) -c '$(run_tsan_tests) && $(run_asan_tests)'
 
 # `make test-extended`: the extended tier (docs/testing.md, "Tiers"): an optimised build of the
@@ -157,6 +159,7 @@ test-extended: deps test-deps
 	    --no-tests=error -j$(JOBS) -R '$(EXTENDED_TESTS)'
 
 asan: deps test-deps asan-build
+	$(WITH_CLUSTER) $(run_cluster_tests)
 	$(WITH_SERVICES) $(run_asan_tests)
 
 # test-deps: postgresql-15, the server of the integration tests (the tsan run has the servers too).
@@ -183,7 +186,13 @@ tsan-build:
 	$(CMAKE) --build $(BUILD)/tsan -j$(JOBS)
 
 # The PR tier: LETTERBOX_EXTENDED (the extended tier's switch) is cleared for these runs.
-run_asan_tests = env -u LETTERBOX_EXTENDED $(CTEST) --test-dir $(BUILD)/asan --output-on-failure --no-tests=error -j$(JOBS)
+# -LE cluster: the cluster test needs the three nodes of run_cluster_tests, not the one broker.
+run_asan_tests = env -u LETTERBOX_EXTENDED $(CTEST) --test-dir $(BUILD)/asan --output-on-failure --no-tests=error -LE cluster -j$(JOBS)
+# The test that kills the node leading a quorum queue (tests/integration/amqp_cluster.cpp), on a
+# throwaway 3-node cluster of its own (tests/tools/rabbitmq_cluster.sh: about 30 s to start on
+# 2 cores, 10 s of test). --no-tests=ignore: without the amqp component there is none.
+run_cluster_tests = env -u LETTERBOX_EXTENDED $(CTEST) --test-dir $(BUILD)/asan --output-on-failure --no-tests=ignore -L cluster
+WITH_CLUSTER := tests/tools/rabbitmq_cluster.sh run --
 # --no-tests=ignore: no [threads] tests yet is not a failure.
 run_tsan_tests = env -u LETTERBOX_EXTENDED $(CTEST) --test-dir $(BUILD)/tsan --output-on-failure --no-tests=ignore -L threads -j$(JOBS)
 

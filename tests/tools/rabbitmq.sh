@@ -433,6 +433,12 @@ cmd_run() {
     run_command "$@"
 }
 
+# Sourced (tests/tools/rabbitmq_cluster.sh runs its nodes with the functions above): define them,
+# run nothing.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then
+    return 0
+fi
+
 [ $# -ge 1 ] || usage
 command=$1
 shift
