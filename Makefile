@@ -142,9 +142,11 @@ test: deps test-deps asan-build tsan-build
 # `make test-extended`: the extended tier (docs/testing.md, "Tiers"): an optimised build of the
 # property and integration tests (sanitizers off, so that 200,000 simulated runs fit in minutes),
 # then, with LETTERBOX_EXTENDED=1 and the servers: the pipeline and saga simulations over 100,000
-# seeds each (each run twice), their self-tests, and the kill -9 campaigns with 100 iterations each.
+# seeds each (each run twice), their self-tests, the kill -9 campaigns with 100 iterations each
+# (SQLite and PostgreSQL), the PostgreSQL simulation over 2,000 seeds and the four-relay drain of
+# 20,000 rows.
 # test-deps: postgresql-15, the server.
-EXTENDED_TESTS := pipeline simulation|saga simulation|self-test|kill9
+EXTENDED_TESTS := pipeline simulation|saga simulation|self-test|kill9|postgres relays
 # g++ 12 at -O2 reports false -Wmaybe-uninitialized (std::optional<field_table> in the AMQP codec
 # tests) and -Wrestrict (GCC bug 105651) in inlined standard library code; the ASan build, which
 # is -O0, keeps both warnings as errors.

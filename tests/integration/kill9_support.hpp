@@ -4,9 +4,13 @@
 // The pieces the kill -9 campaigns share (issue 6): how a driver starts this test executable
 // again as a child process that runs one hidden test case (the relay or the consumer role),
 // kills it with SIGKILL and reaps it with deadlines; the environment that tells a child what
-// to do; the consumer's SQLite schema; and the checks run on the SQLite files after each kill
-// and at the end. The children are in kill9_children.cpp, the drivers in kill9_campaigns.cpp.
+// to do and on which store (a SQLite file or a PostgreSQL schema, issue 23); the consumer's
+// tables; and the checks run on them after each kill and at the end. The children are in
+// kill9_children.cpp, the drivers in kill9_campaigns.cpp; postgres_relays.cpp starts relay
+// children too.
 
+#include <letterbox/postgres/connection.hpp>
+#include <letterbox/postgres/param.hpp>
 #include <letterbox/sqlite.hpp>
 
 #include <letterbox/message.hpp>
@@ -46,10 +50,14 @@ using namespace std::chrono_literals;
 
 // ---- what a child is told, through its environment ------------------------------------------
 
-/// The SQLite file the child works on (the outbox for the relay, the inbox and effects for the
-/// consumer).
+/// The store the child works on: `sqlite` (the default) or `postgres`.
+inline constexpr const char* env_store = "LETTERBOX_KILL9_STORE";
+/// Where the child's tables are (the outbox for the relay, the inbox and effects for the
+/// consumer): a SQLite file, or a schema of the PostgreSQL server of LETTERBOX_POSTGRES_URL.
 inline constexpr const char* env_database = "LETTERBOX_KILL9_DB";
-/// The relay's lease owner (unique per relay process).
+/// The relay's lease owner (unique per relay process). On PostgreSQL, also the
+/// `application_name` of the child's connections (the consumer's too), so that the driver can
+/// see when the server has ended the sessions of a killed child.
 inline constexpr const char* env_owner = "LETTERBOX_KILL9_OWNER";
 /// The queue the consumer consumes.
 inline constexpr const char* env_queue = "LETTERBOX_KILL9_QUEUE";
@@ -63,6 +71,21 @@ inline constexpr const char* env_effect_ms = "LETTERBOX_KILL9_EFFECT_MS";
 inline constexpr const char* env_group_commit = "LETTERBOX_KILL9_GROUP_COMMIT";
 /// The seed of the child's own randomness (the relay's back-off jitter).
 inline constexpr const char* env_seed = "LETTERBOX_KILL9_SEED";
+/// The relay's lease, poll interval (milliseconds), batch size and window; each empty: the
+/// campaigns' values (500 ms, 50 ms, 16, 4).
+inline constexpr const char* env_lease_ms = "LETTERBOX_KILL9_LEASE_MS";
+inline constexpr const char* env_poll_ms = "LETTERBOX_KILL9_POLL_MS";
+inline constexpr const char* env_batch = "LETTERBOX_KILL9_BATCH";
+inline constexpr const char* env_window = "LETTERBOX_KILL9_WINDOW";
+/// When the relay stops gracefully: `drained` (the default: once the outbox has nothing
+/// pending) or `terminated` (only at SIGTERM, for drivers whose producers keep writing). It
+/// stops at SIGTERM in both cases.
+inline constexpr const char* env_run_until = "LETTERBOX_KILL9_RUN_UNTIL";
+/// A file the relay writes its counters to when it ends gracefully (`name=value` lines); empty:
+/// none.
+inline constexpr const char* env_counters = "LETTERBOX_KILL9_COUNTERS";
+/// How long the child runs at most, in seconds; empty: `child_lifetime`.
+inline constexpr const char* env_lifetime_s = "LETTERBOX_KILL9_LIFETIME_S";
 
 /// The hidden test cases the children run (selected by name; never part of a ctest run).
 inline constexpr const char* relay_child_test = "kill9 child: relay";
@@ -82,6 +105,39 @@ inline std::string env(const char* name) {
     return v == nullptr ? std::string() : std::string(v);
 }
 
+/// The integer in the variable `name`, or `fallback` when it is empty.
+inline std::int64_t env_int(const char* name, std::int64_t fallback) {
+    const auto v = env(name);
+    return v.empty() ? fallback : std::stoll(v);
+}
+
+/// The stores a campaign runs on.
+enum class store_kind { sqlite, postgres };
+
+/// The store named by `env_store`.
+inline store_kind child_store() {
+    const auto s = env(env_store);
+    if (s.empty() || s == "sqlite")
+        return store_kind::sqlite;
+    if (s == "postgres")
+        return store_kind::postgres;
+    throw std::invalid_argument(std::string(env_store) + " must be sqlite or postgres, not " + s);
+}
+
+/// A relay's counters as it wrote them to its `env_counters` file (`name=value` lines);
+/// empty when the file is missing.
+inline std::map<std::string, std::uint64_t> read_counters(const std::string& path) {
+    std::map<std::string, std::uint64_t> out;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto eq = line.find('=');
+        if (eq != std::string::npos)
+            out[line.substr(0, eq)] = std::stoull(line.substr(eq + 1));
+    }
+    return out;
+}
+
 /// A failpoint parsed from `env_failpoint`: the point's name and the hit that kills.
 struct failpoint {
     std::string point;
@@ -99,12 +155,13 @@ struct failpoint {
     std::string to_string() const { return point + ":" + std::to_string(hit); }
 };
 
-/// Iterations per campaign: 20 (the PR tier), 100 with LETTERBOX_EXTENDED=1 (the extended
-/// tier), or LETTERBOX_KILL9_ITERATIONS when set (to replay or to try a few).
-inline int iterations() {
+/// Iterations per campaign: `pr_tier` (20, unless a campaign gives fewer), 100 with
+/// LETTERBOX_EXTENDED=1 (the extended tier), or LETTERBOX_KILL9_ITERATIONS when set (to replay
+/// or to try a few).
+inline int iterations(int pr_tier = 20) {
     if (const auto n = env("LETTERBOX_KILL9_ITERATIONS"); !n.empty())
         return std::stoi(n);
-    return env("LETTERBOX_EXTENDED") == "1" ? 100 : 20;
+    return env("LETTERBOX_EXTENDED") == "1" ? 100 : pr_tier;
 }
 
 // ---- child processes -------------------------------------------------------------------------
@@ -212,6 +269,12 @@ public:
         while (!poll() && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(1ms);
         return status_;
+    }
+
+    /// Asks the child to stop (SIGTERM), if it still runs; `wait_for` then reaps it.
+    void terminate() {
+        if (running())
+            ::kill(pid_, SIGTERM);
     }
 
     /// Kills the child with SIGKILL (if it still runs) and reaps it.
@@ -331,19 +394,12 @@ struct effect_tally {
     }
 };
 
-/// Reads the consumer's file at `path` against the ids that must each have had one effect.
-inline effect_tally tally_effects(const std::string& path, const std::set<std::string>& expected) {
-    std::error_code ec;
-    auto c = letterbox::sqlite::connection::open(path, {}, ec);
-    REQUIRE_FALSE(ec);
+/// The tally of `expected` against the effects per message id (`count`); the other counts are
+/// left to the caller.
+inline effect_tally tally_counts(const std::set<std::string>& expected,
+                                 const std::map<std::string, std::int64_t>& count) {
     effect_tally t;
     t.expected = expected.size();
-    std::map<std::string, std::int64_t> count;
-    auto st = c.prepare("SELECT message_id, COUNT(*) FROM effects GROUP BY message_id", ec);
-    REQUIRE_FALSE(ec);
-    while (st->step(ec))
-        count[std::string(st->column_text(0))] = st->column_int64(1);
-    REQUIRE_FALSE(ec);
     for (const auto& id : expected) {
         const auto it = count.find(id);
         if (it == count.end())
@@ -356,12 +412,92 @@ inline effect_tally tally_effects(const std::string& path, const std::set<std::s
         if (expected.find(id) == expected.end())
             t.phantom.push_back(id);
     }
+    return t;
+}
+
+/// Reads the consumer's file at `path` against the ids that must each have had one effect.
+inline effect_tally tally_effects(const std::string& path, const std::set<std::string>& expected) {
+    std::error_code ec;
+    auto c = letterbox::sqlite::connection::open(path, {}, ec);
+    REQUIRE_FALSE(ec);
+    std::map<std::string, std::int64_t> count;
+    auto st = c.prepare("SELECT message_id, COUNT(*) FROM effects GROUP BY message_id", ec);
+    REQUIRE_FALSE(ec);
+    while (st->step(ec))
+        count[std::string(st->column_text(0))] = st->column_int64(1);
+    REQUIRE_FALSE(ec);
+    auto t = tally_counts(expected, count);
     t.inbox_records = static_cast<std::size_t>(scalar(c, "SELECT COUNT(*) FROM letterbox_inbox"));
     t.deliveries = static_cast<std::size_t>(scalar(c, "SELECT COUNT(*) FROM deliveries"));
     t.distinct_delivered =
         static_cast<std::size_t>(scalar(c, "SELECT COUNT(DISTINCT message_id) FROM deliveries"));
     t.redelivered =
         static_cast<std::size_t>(scalar(c, "SELECT COALESCE(SUM(redelivered), 0) FROM deliveries"));
+    return t;
+}
+
+// ---- PostgreSQL ------------------------------------------------------------------------------
+
+/// LETTERBOX_POSTGRES_URL (tests/tools/postgres.sh exports it); empty when it is not set.
+inline std::string postgres_url() {
+    return env("LETTERBOX_POSTGRES_URL");
+}
+
+/// A connection of its own to the server, named `application_name`. Throws on failure.
+inline letterbox::postgres::connection postgres_connect(std::string_view application_name) {
+    std::error_code ec;
+    std::string why;
+    auto c = letterbox::postgres::connection::open(postgres_url(), std::chrono::seconds(10),
+                                                   application_name, ec, &why);
+    if (ec)
+        throw std::runtime_error("cannot connect to PostgreSQL: " + ec.message() + " (" + why +
+                                 ")");
+    return c;
+}
+
+/// One integer that `sql` selects on `c`. Throws on failure (polled in loops, like `scalar`).
+inline std::int64_t scalar(letterbox::postgres::connection& c, const std::string& sql,
+                           std::initializer_list<letterbox::postgres::param> params = {}) {
+    std::error_code ec;
+    auto r = c.exec(sql, params, ec);
+    if (!ec && r.rows() == 1)
+        if (const auto v = r.int64(0, 0))
+            return *v;
+    throw std::runtime_error(sql + ": " + (ec ? ec.message() : "no integer") + " (" +
+                             c.last_error_message() + ")");
+}
+
+/// The consumer's tables of `consumer_schema` in the PostgreSQL schema `schema`, next to
+/// letterbox's inbox there.
+inline std::string postgres_consumer_schema(const std::string& schema) {
+    return "CREATE TABLE IF NOT EXISTS " + schema +
+           ".effects(message_id uuid NOT NULL, pid bigint NOT NULL);"
+           "CREATE TABLE IF NOT EXISTS " +
+           schema +
+           ".deliveries(message_id uuid NOT NULL, redelivered integer NOT NULL, "
+           "pid bigint NOT NULL);";
+}
+
+/// `tally_effects` of the consumer's tables in the PostgreSQL schema `schema`.
+inline effect_tally tally_effects(letterbox::postgres::connection& c, const std::string& schema,
+                                  const std::set<std::string>& expected) {
+    std::error_code ec;
+    auto r =
+        c.exec("SELECT message_id::text, count(*) FROM " + schema + ".effects GROUP BY message_id",
+               {}, ec);
+    INFO(c.last_error_message());
+    REQUIRE_FALSE(ec);
+    std::map<std::string, std::int64_t> count;
+    for (std::size_t i = 0; i < r.rows(); ++i)
+        count[std::string(r.text(i, 0))] = r.int64(i, 1).value_or(0);
+    auto t = tally_counts(expected, count);
+    const auto n = [&](const std::string& sql) {
+        return static_cast<std::size_t>(scalar(c, sql));
+    };
+    t.inbox_records = n("SELECT count(*) FROM " + schema + ".letterbox_inbox");
+    t.deliveries = n("SELECT count(*) FROM " + schema + ".deliveries");
+    t.distinct_delivered = n("SELECT count(DISTINCT message_id) FROM " + schema + ".deliveries");
+    t.redelivered = n("SELECT COALESCE(sum(redelivered), 0) FROM " + schema + ".deliveries");
     return t;
 }
 

@@ -35,7 +35,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::postgres {
 /// since announcements made while it was away are lost (the relay's poll covers them too).
 ///
 /// `on_rows` runs on the executor; it should be quick (`outbox_relay::waker()` is). Construct,
-/// `start` and `stop` on the executor's thread (or a strand); destruction stops it.
+/// `start` and `stop` on the executor's thread (or a strand); destruction stops it. As for any
+/// Asio I/O object, destroy it before its `io_context` (declare it after).
 ///
 /// Example:
 ///
