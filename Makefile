@@ -239,6 +239,7 @@ bench: deps
 	    found=1; echo "== $$exe"; \
 	    case "$$exe" in \
 	        */bench_amqp) $(WITH_BROKER) "$$exe" ;; \
+	        */bench_postgres) tests/tools/postgres.sh run -- "$$exe" ;; \
 	        *) "$$exe" ;; \
 	    esac | tee $(BENCH_RESULTS)/$$(basename "$$exe").txt; \
 	done; \
