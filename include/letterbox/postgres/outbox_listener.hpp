@@ -68,7 +68,8 @@ public:
     /// Closes the connection and cancels its waits; `on_rows` is not called after it returns.
     void stop() { state_->close(true); }
 
-    /// Whether the connection listens now.
+    /// Whether the connection listens now. This and the two counts below are plain members that
+    /// the executor writes: read them on the executor (or after it stopped).
     bool listening() const noexcept { return state_->listening; }
     /// Announcements of this schema received, and connections made, since construction.
     std::uint64_t notifications() const noexcept { return state_->notifications; }
