@@ -410,32 +410,18 @@ cmd_start() {
 
 # load_state DIR: reads DIR/state into pid, pid_start_time, port, user.
 load_state() {
-    local dir=$1 key value
+    local dir=$1
     [ -n "$dir" ] || die "no state directory: pass it, or set LETTERBOX_POSTGRES_DIR"
-    [ -f "$dir/state" ] || die "$dir is not a postgres.sh state directory (no $dir/state)"
-    pid="" pid_start_time="" port="" user=""
-    while IFS='=' read -r key value; do
-        case $key in
-        pid | pid_start_time | port | user) printf -v "$key" '%s' "$value" ;;
-        esac
-    done <"$dir/state"
+    read_state "$dir" postgres.sh pid pid_start_time port user
     if [ "$(id -u)" -ne 0 ] && [ "$user" != "$(id -un)" ]; then
         die "$dir is run by user $user: manage it as $user or as root"
     fi
 }
 
 cmd_stop() {
-    local keep=0 dir=""
-    while [ $# -gt 0 ]; do
-        case $1 in
-        --keep) keep=1 ;;
-        -*) usage ;;
-        *) dir=$1 ;;
-        esac
-        shift
-    done
-    dir=${dir:-${LETTERBOX_POSTGRES_DIR:-}}
-    local pid pid_start_time port user stop_timeout
+    local stop_keep stop_dir
+    parse_stop_args "${LETTERBOX_POSTGRES_DIR:-}" "$@"
+    local dir=$stop_dir pid pid_start_time port user stop_timeout
     load_state "$dir"
     stop_timeout=$(seconds_var LETTERBOX_POSTGRES_STOP_TIMEOUT 30)
     if alive "$pid" "$pid_start_time"; then
@@ -453,14 +439,8 @@ cmd_stop() {
     if port_busy "$port"; then
         say "warning: $LOOPBACK:$port still accepts connections after the stop (another listener?)"
     fi
-    if [ $keep -eq 1 ]; then
-        say "state and logs kept in $dir (server log: $dir/log/postgresql.log)"
-    elif [[ $(basename "$dir") == "$STATE_PREFIX"* ]]; then
-        clear_stale_locks "$dir"
-        rm -rf -- "$dir"
-    else
-        say "not removing $dir: not made by postgres.sh start"
-    fi
+    [ "$stop_keep" -eq 1 ] || clear_stale_locks "$dir"
+    finish_stop "$dir" "$stop_keep" "$STATE_PREFIX" postgres.sh "server log: $dir/log/postgresql.log"
 }
 
 cmd_kill() {
@@ -509,44 +489,9 @@ cmd_status() {
     return 1
 }
 
-run_on_exit() {
-    local rc=$1
-    trap - EXIT HUP INT TERM
-    [ -z "${run_env_file:-}" ] || rm -f -- "$run_env_file"
-    if [ -n "${LETTERBOX_POSTGRES_DIR:-}" ]; then
-        if [ "$rc" -eq 0 ]; then
-            cmd_stop "$LETTERBOX_POSTGRES_DIR"
-        else
-            cmd_stop --keep "$LETTERBOX_POSTGRES_DIR"
-        fi
-    fi
-    # The postmaster is our child (started in this shell): reap it.
-    [ -z "${run_server_pid:-}" ] || wait "$run_server_pid" 2>/dev/null || true
-    exit "$rc"
-}
-
-cmd_run() {
-    [ "${1:-}" = "--" ] && shift
-    [ $# -gt 0 ] || usage
-    # Always stop, whatever ends the command: its exit status, or a signal to this script. A
-    # signal during the start is remembered; the start finishes (bounded), then run stops it.
-    unset LETTERBOX_POSTGRES_DIR
-    trap 'run_on_exit $?' EXIT
-    run_trap_signals
-    run_env_file=$(mktemp "${TMPDIR:-/tmp}/letterbox-postgres-env.XXXXXX") # mode 0600
-    # Not in `if`, where bash would ignore set -e inside cmd_start: any failure there ends this
-    # script, and the EXIT trap stops what was started.
-    cmd_start --env-file "$run_env_file" >/dev/null
-    export_env_file "$run_env_file"
-    rm -f -- "$run_env_file"
-    run_env_file=""
-    run_server_pid=$(sed -n 's/^pid=//p' "$LETTERBOX_POSTGRES_DIR/state")
-    if [ -n "$run_caught" ]; then
-        say "caught SIG$run_caught while starting: not running $*"
-        exit 1
-    fi
-    say "running with LETTERBOX_POSTGRES_URL=$(masked_url "$(sed -n 's/^port=//p' "$LETTERBOX_POSTGRES_DIR/state")"): $*"
-    run_command "$@"
+# What `run` says it runs with: the URL, its password masked.
+run_announce() {
+    echo "LETTERBOX_POSTGRES_URL=$(masked_url "$(sed -n 's/^port=//p' "$LETTERBOX_POSTGRES_DIR/state")")"
 }
 
 [ $# -ge 1 ] || usage
@@ -558,7 +503,7 @@ stop) cmd_stop "$@" ;;
 status) cmd_status "$@" ;;
 kill) cmd_kill "$@" ;;
 restart) cmd_restart "$@" ;;
-run) cmd_run "$@" ;;
+run) run_service LETTERBOX_POSTGRES_DIR cmd_start cmd_stop run_announce "$@" ;;
 -h | --help | help) usage ;;
 *) usage ;;
 esac

@@ -12,6 +12,9 @@
 # usage: tests/tools/postgres_selftest.sh      (needs postgresql-15; as root or not; about 15 s)
 # Prints one line per check; exits 1 if any failed. Every wait is bounded.
 set -euo pipefail
+# Under make test a server of the tests runs already: this script names its own servers'
+# directories everywhere, and never inherits that one's (a `kill` without DIR would crash it).
+unset LETTERBOX_POSTGRES_DIR LETTERBOX_POSTGRES_URL LETTERBOX_POSTGRES_PORT
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 pg=$here/postgres.sh
 PG_BIN=${LETTERBOX_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}

@@ -255,15 +255,9 @@ EOF
 
 # load_state DIR: reads DIR/state into pid, pid_start_time, port, dist_port, node, url.
 load_state() {
-    local dir=$1 key value
+    local dir=$1
     [ -n "$dir" ] || die "no state directory: pass it, or set LETTERBOX_RABBITMQ_DIR"
-    [ -f "$dir/state" ] || die "$dir is not a rabbitmq.sh state directory (no $dir/state)"
-    pid="" pid_start_time="" port="" dist_port="" node="" url=""
-    while IFS='=' read -r key value; do
-        case $key in
-        pid | pid_start_time | port | dist_port | node | url) printf -v "$key" '%s' "$value" ;;
-        esac
-    done <"$dir/state"
+    read_state "$dir" rabbitmq.sh pid pid_start_time port dist_port node url
 }
 
 # The Erlang VM's own pid (written by RabbitMQ), if that process still runs beam.
@@ -277,17 +271,9 @@ beam_pid() {
 }
 
 cmd_stop() {
-    local keep=0 dir=""
-    while [ $# -gt 0 ]; do
-        case $1 in
-        --keep) keep=1 ;;
-        -*) usage ;;
-        *) dir=$1 ;;
-        esac
-        shift
-    done
-    dir=${dir:-${LETTERBOX_RABBITMQ_DIR:-}}
-    local pid pid_start_time port dist_port node url
+    local stop_keep stop_dir
+    parse_stop_args "${LETTERBOX_RABBITMQ_DIR:-}" "$@"
+    local dir=$stop_dir pid pid_start_time port dist_port node url
     load_state "$dir"
     local stop_timeout=${LETTERBOX_RABBITMQ_STOP_TIMEOUT:-30}
     is_uint "$stop_timeout" || die "LETTERBOX_RABBITMQ_STOP_TIMEOUT must be a number of seconds"
@@ -324,13 +310,7 @@ cmd_stop() {
     if port_busy "$port"; then
         say "warning: $LOOPBACK:$port still accepts connections after the stop (another listener?)"
     fi
-    if [ $keep -eq 1 ]; then
-        say "state and logs kept in $dir (broker log: $dir/log/rabbit.log)"
-    elif [[ $(basename "$dir") == "$STATE_PREFIX"* ]]; then
-        rm -rf -- "$dir"
-    else
-        say "not removing $dir: not made by rabbitmq.sh start"
-    fi
+    finish_stop "$dir" "$stop_keep" "$STATE_PREFIX" rabbitmq.sh "broker log: $dir/log/rabbit.log"
 }
 
 # kill [DIR]: SIGKILL the broker (its start script and its Erlang VM) and keep its state, as
@@ -391,47 +371,8 @@ cmd_status() {
     return 1
 }
 
-run_on_exit() {
-    local rc=$1
-    trap - EXIT HUP INT TERM
-    [ -z "${run_env_file:-}" ] || rm -f -- "$run_env_file"
-    if [ -n "${LETTERBOX_RABBITMQ_DIR:-}" ]; then
-        if [ "$rc" -eq 0 ]; then
-            cmd_stop "$LETTERBOX_RABBITMQ_DIR"
-        else
-            cmd_stop --keep "$LETTERBOX_RABBITMQ_DIR"
-        fi
-    fi
-    # The broker's start script is our child (started in this shell): reap it.
-    [ -z "${run_broker_pid:-}" ] || wait "$run_broker_pid" 2>/dev/null || true
-    exit "$rc"
-}
-
-cmd_run() {
-    [ "${1:-}" = "--" ] && shift
-    [ $# -gt 0 ] || usage
-    # Always stop, whatever ends the command: its exit status, or a signal to this script. A
-    # signal during the start is remembered; the start finishes (bounded), then run stops it.
-    unset LETTERBOX_RABBITMQ_DIR
-    trap 'run_on_exit $?' EXIT
-    run_trap_signals
-    run_env_file=$(mktemp "${TMPDIR:-/tmp}/letterbox-rabbitmq-env.XXXXXX")
-    # In this shell, not in $(...): the broker stays our child, so we can reap it after stopping.
-    # Not in `if`, where bash would ignore set -e inside cmd_start (a busy LETTERBOX_RABBITMQ_PORT
-    # was reported, then a broker started on port ""): any failure there ends this script, and the
-    # EXIT trap stops what was started.
-    cmd_start --env-file "$run_env_file" >/dev/null
-    export_env_file "$run_env_file"
-    rm -f -- "$run_env_file"
-    run_env_file=""
-    run_broker_pid=$(sed -n 's/^pid=//p' "$LETTERBOX_RABBITMQ_DIR/state")
-    if [ -n "$run_caught" ]; then
-        say "caught SIG$run_caught while starting: not running $*"
-        exit 1
-    fi
-    say "running with LETTERBOX_AMQP_URL=$LETTERBOX_AMQP_URL: $*"
-    run_command "$@"
-}
+# What `run` says it runs with (the broker's guest account is no secret: loopback only).
+run_announce() { echo "LETTERBOX_AMQP_URL=$LETTERBOX_AMQP_URL"; }
 
 # Sourced (tests/tools/rabbitmq_cluster.sh runs its nodes with the functions above): define them,
 # run nothing.
@@ -448,7 +389,7 @@ stop) cmd_stop "$@" ;;
 status) cmd_status "$@" ;;
 kill) cmd_kill "$@" ;;
 restart) cmd_restart "$@" ;;
-run) cmd_run "$@" ;;
+run) run_service LETTERBOX_RABBITMQ_DIR cmd_start cmd_stop run_announce "$@" ;;
 -h | --help | help) usage ;;
 *) usage ;;
 esac

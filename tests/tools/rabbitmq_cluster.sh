@@ -294,16 +294,9 @@ EOF
 }
 
 cluster_stop() {
-    local keep=0 dir="" i
-    while [ $# -gt 0 ]; do
-        case $1 in
-        --keep) keep=1 ;;
-        -*) usage ;;
-        *) dir=$1 ;;
-        esac
-        shift
-    done
-    dir=$(cluster_dir_of "$dir")
+    local stop_keep stop_dir dir i
+    parse_stop_args "" "$@"
+    dir=$(cluster_dir_of "$stop_dir")
     # Side by side: each node's stop is bounded (SIGTERM, then SIGKILL after the timeout).
     local -a stops=()
     for ((i = NODES; i >= 1; --i)); do
@@ -316,13 +309,8 @@ cluster_stop() {
         wait_child "$s" || true
     done
     ERL_EPMD_ADDRESS=$LOOPBACK timeout 5 epmd -kill </dev/null >/dev/null 2>&1 || true
-    if [ $keep -eq 1 ]; then
-        say "state and logs kept in $dir (node logs: $dir/c*/log/rabbit.log)"
-    elif [[ $(basename "$dir") == "$CLUSTER_PREFIX"* ]]; then
-        rm -rf -- "$dir"
-    else
-        say "not removing $dir: not made by rabbitmq_cluster.sh start"
-    fi
+    finish_stop "$dir" "$stop_keep" "$CLUSTER_PREFIX" rabbitmq_cluster.sh \
+        "node logs: $dir/c*/log/rabbit.log"
 }
 
 cluster_status() {
@@ -404,41 +392,7 @@ cluster_cli() {
     cli_call "$dir/c$i" "$tool" "$@"
 }
 
-cluster_run_on_exit() {
-    local rc=$1
-    trap - EXIT HUP INT TERM
-    [ -z "${run_env_file:-}" ] || rm -f -- "$run_env_file"
-    if [ -n "${LETTERBOX_RABBITMQ_CLUSTER_DIR:-}" ]; then
-        if [ "$rc" -eq 0 ]; then
-            cluster_stop "$LETTERBOX_RABBITMQ_CLUSTER_DIR"
-        else
-            cluster_stop --keep "$LETTERBOX_RABBITMQ_CLUSTER_DIR"
-        fi
-    fi
-    exit "$rc"
-}
-
-cluster_run() {
-    [ "${1:-}" = "--" ] && shift
-    [ $# -gt 0 ] || usage
-    unset LETTERBOX_RABBITMQ_CLUSTER_DIR
-    trap 'cluster_run_on_exit $?' EXIT
-    run_trap_signals
-    run_env_file=$(mktemp "${TMPDIR:-/tmp}/letterbox-rabbitmq-cluster-env.XXXXXX")
-    # In this shell and not in `if` (as rabbitmq.sh run does): a failed start ends the script.
-    # The start's own EXIT trap stops what it started; ours is set again after it.
-    cluster_start --env-file "$run_env_file" >/dev/null
-    trap 'cluster_run_on_exit $?' EXIT
-    export_env_file "$run_env_file"
-    rm -f -- "$run_env_file"
-    run_env_file=""
-    if [ -n "$run_caught" ]; then
-        say "caught SIG$run_caught while starting: not running $*"
-        exit 1
-    fi
-    say "running with LETTERBOX_AMQP_CLUSTER_URL=$LETTERBOX_AMQP_CLUSTER_URL: $*"
-    run_command "$@"
-}
+cluster_announce() { echo "LETTERBOX_AMQP_CLUSTER_URL=$LETTERBOX_AMQP_CLUSTER_URL"; }
 
 [ $# -ge 1 ] || usage
 command=$1
@@ -452,6 +406,6 @@ kill) cluster_kill "$@" ;;
 restart) cluster_restart "$@" ;;
 leader) cluster_leader "$@" ;;
 cli) cluster_cli "$@" ;;
-run) cluster_run "$@" ;;
+run) run_service LETTERBOX_RABBITMQ_CLUSTER_DIR cluster_start cluster_stop cluster_announce "$@" ;;
 *) usage ;;
 esac

@@ -2,10 +2,11 @@
 # shellcheck shell=bash
 #
 # What the throwaway servers of letterbox's integration tests share: tests/tools/rabbitmq.sh and
-# tests/tools/postgres.sh source this file (it is not run on its own). It holds the pieces that
-# are the same for any server bound to 127.0.0.1 with its state in a mktemp directory: the free
-# port search, bounded waits on pids that are checked against their start time, and the
-# `run -- COMMAND` machinery (signal forwarding, exit status).
+# tests/tools/postgres.sh source this file (it is not run on its own; rabbitmq_cluster.sh gets it
+# through rabbitmq.sh). It holds the pieces that are the same for any server bound to 127.0.0.1
+# with its state in a mktemp directory: the free port search, bounded waits on pids that are
+# checked against their start time, and the `run -- COMMAND` subcommand (start, signal
+# forwarding, exit status, always stop).
 #
 # The sourcing script defines say MESSAGE... (a line on stderr) and die MESSAGE... (say, exit 1)
 # before it calls anything here, and sets set -euo pipefail itself. Every loop here is bounded.
@@ -89,6 +90,53 @@ wait_gone() {
     done
 }
 
+# read_state DIR SCRIPT KEY...: sets each KEY (a variable the caller declared local) from the
+# KEY=VALUE lines of DIR/state, which SCRIPT's `start` wrote; empty when a line is missing. Dies
+# if DIR is not such a directory.
+read_state() {
+    local dir=$1 script=$2 key value want
+    shift 2
+    [ -f "$dir/state" ] || die "$dir is not a $script state directory (no $dir/state)"
+    for want in "$@"; do
+        printf -v "$want" '%s' ""
+    done
+    while IFS='=' read -r key value; do
+        for want in "$@"; do
+            [ "$key" != "$want" ] || printf -v "$want" '%s' "$value"
+        done
+    done <"$dir/state"
+}
+
+# parse_stop_args DEFAULT_DIR [--keep] [DIR]: the arguments of a `stop` subcommand, into the
+# caller's stop_keep (0 or 1) and stop_dir (DIR, else DEFAULT_DIR).
+# shellcheck disable=SC2034 # stop_keep and stop_dir are the caller's
+parse_stop_args() {
+    stop_keep=0 stop_dir=$1
+    shift
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --keep) stop_keep=1 ;;
+        -*) usage ;;
+        *) stop_dir=$1 ;;
+        esac
+        shift
+    done
+}
+
+# finish_stop DIR KEEP PREFIX SCRIPT LOGS: the end of a stop, once the server is down: keeps DIR
+# (saying where its logs are: LOGS) when KEEP is 1, else removes it, but only if its name says
+# SCRIPT's `start` made it (PREFIX), so that a mistyped DIR is never removed.
+finish_stop() {
+    local dir=$1 keep=$2 prefix=$3 script=$4 logs=$5
+    if [ "$keep" -eq 1 ]; then
+        say "state and logs kept in $dir ($logs)"
+    elif [[ $(basename "$dir") == "$prefix"* ]]; then
+        rm -rf -- "$dir"
+    else
+        say "not removing $dir: not made by $script start"
+    fi
+}
+
 # export_env_file FILE: exports each NAME=VALUE line of FILE (what `start --env-file` wrote).
 export_env_file() {
     local line
@@ -97,10 +145,10 @@ export_env_file() {
     done <"$1"
 }
 
-# The `run` subcommand. run_trap_signals, before starting the server: HUP, INT and TERM are
-# remembered in run_caught (a signal during the start lets the start finish, bounded) and, once
-# the command runs, forwarded to it (Ctrl-C already reached it via the terminal; a second INT is
-# harmless). The caller's EXIT trap stops the server.
+# The `run` subcommand's pieces. run_trap_signals, before starting the server: HUP, INT and TERM
+# are remembered in run_caught (a signal during the start lets the start finish, bounded) and,
+# once the command runs, forwarded to it (Ctrl-C already reached it via the terminal; a second
+# INT is harmless). The EXIT trap of run_service stops the server.
 run_signal() {
     run_caught=$1
     [ -z "${run_child:-}" ] || kill -"$1" "$run_child" 2>/dev/null || true
@@ -136,5 +184,56 @@ run_command() {
     INT) exit 130 ;;
     TERM) exit 143 ;;
     esac
+    exit "$rc"
+}
+
+# run_service DIR_VAR START STOP ANNOUNCE [--] COMMAND [ARG...]: the `run` subcommand of a server
+# script. `START --env-file FILE` starts the server and writes its NAME=VALUE lines to FILE, among
+# them DIR_VAR=<its state directory>; they are exported for COMMAND. `STOP [--keep] DIR` stops it.
+# ANNOUNCE prints where the server listens, for a line on stderr (never a secret). The server is
+# always stopped, whatever ends the command: its exit status, or a signal to this script; a
+# signal during the start is remembered, the start finishes (bounded), then the server is
+# stopped. DIR is kept (its logs) when the command fails. Exits with the command's status.
+run_service() {
+    run_dir_var=$1 run_stop=$3
+    local start=$2 announce=$4
+    shift 4
+    [ "${1:-}" = "--" ] && shift
+    [ $# -gt 0 ] || usage
+    unset "$run_dir_var"
+    trap 'run_service_exit $?' EXIT
+    run_trap_signals
+    run_env_file=$(mktemp "${TMPDIR:-/tmp}/letterbox-service-env.XXXXXX") # mode 0600
+    # In this shell, not in $(...): the server stays our child, so we can reap it after the stop.
+    # Not in `if`, where bash would ignore set -e inside START (a busy port was reported, then a
+    # server started on port ""): any failure there ends this script, and the EXIT trap stops
+    # what was started. START may set an EXIT trap of its own: ours is set again after it.
+    "$start" --env-file "$run_env_file" >/dev/null
+    trap 'run_service_exit $?' EXIT
+    export_env_file "$run_env_file"
+    rm -f -- "$run_env_file"
+    run_env_file=""
+    # The server's process, our child, if its state file names one (a cluster's does not).
+    run_server_pid=$(sed -n 's/^pid=//p' "${!run_dir_var}/state" 2>/dev/null || true)
+    if [ -n "$run_caught" ]; then
+        say "caught SIG$run_caught while starting: not running $*"
+        exit 1
+    fi
+    say "running with $("$announce"): $*"
+    run_command "$@"
+}
+
+run_service_exit() {
+    local rc=$1 dir=${!run_dir_var:-}
+    trap - EXIT HUP INT TERM
+    [ -z "${run_env_file:-}" ] || rm -f -- "$run_env_file"
+    if [ -n "$dir" ]; then
+        if [ "$rc" -eq 0 ]; then
+            "$run_stop" "$dir"
+        else
+            "$run_stop" --keep "$dir"
+        fi
+    fi
+    [ -z "${run_server_pid:-}" ] || wait "$run_server_pid" 2>/dev/null || true
     exit "$rc"
 }
