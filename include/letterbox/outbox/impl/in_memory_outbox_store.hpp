@@ -5,8 +5,8 @@
 
 #include <letterbox/config.hpp>
 #include <letterbox/detail/in_memory_store_operation.hpp>
+#include <letterbox/outbox/detail/store_preconditions.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
-#include <letterbox/payload.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -33,9 +33,7 @@ LETTERBOX_DECL std::error_code in_memory_outbox_store::add(in_memory_unit_of_wor
         return ec;
     if (!uow.is_open())
         return errc::transaction_closed;
-    if (entry.msg.id.is_nil())
-        return errc::precondition_failed;
-    if (auto invalid = validate_payload(entry.msg))
+    if (auto invalid = detail::check_outbox_entry(entry))
         return invalid;
     const std::string key = letterbox::to_string(entry.msg.id);
     if (by_id_.contains(entry.msg.id) || uow.has_staged(core_, key))
@@ -69,10 +67,8 @@ in_memory_outbox_store::claim(std::string_view owner, std::size_t max_rows,
                               store_time::duration lease, store_time now, std::error_code& ec) {
     return detail::in_memory_store_operation(core_, ec, [&] {
         std::vector<outbox_record> batch;
-        if (owner.empty()) {
-            ec = errc::precondition_failed;
+        if ((ec = detail::check_claim(true, owner)))
             return batch;
-        }
         // Aggregates whose earliest unpublished row has been seen: later rows of theirs wait.
         std::set<std::pair<std::string_view, std::string_view>> blocked;
         for (auto& [seq, row] : rows_) {

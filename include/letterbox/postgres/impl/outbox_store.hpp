@@ -7,7 +7,7 @@
 #include <letterbox/detail/row_codec.hpp>
 #include <letterbox/detail/time_column.hpp>
 #include <letterbox/error.hpp>
-#include <letterbox/payload.hpp>
+#include <letterbox/outbox/detail/store_preconditions.hpp>
 #include <letterbox/postgres/impl/schema.hpp>
 #include <letterbox/postgres/outbox_store.hpp>
 
@@ -226,9 +226,7 @@ LETTERBOX_DECL std::error_code outbox_store::add(unit_of_work& uow, const outbox
         return errc::closed;
     if (auto ec = uow.check_writable(*db_))
         return ec;
-    if (entry.msg.id.is_nil())
-        return errc::precondition_failed;
-    if (auto invalid = validate_payload(entry.msg))
+    if (auto invalid = letterbox::detail::check_outbox_entry(entry))
         return invalid;
     const auto headers = letterbox::detail::row_codec::encode_headers(entry.msg.headers);
     if (!headers)
@@ -259,16 +257,7 @@ LETTERBOX_DECL std::vector<outbox_record> outbox_store::claim(std::string_view o
                                                               store_time::duration lease,
                                                               store_time now, std::error_code& ec) {
     std::vector<outbox_record> batch;
-    ec.clear();
-    if (!db_) {
-        ec = errc::closed;
-        return batch;
-    }
-    if (owner.empty()) {
-        ec = errc::precondition_failed;
-        return batch;
-    }
-    if (max_rows == 0)
+    if ((ec = letterbox::detail::check_claim(db_ != nullptr, owner)) || max_rows == 0)
         return batch;
     const std::string owner_text(owner);
     ec = db_->run([&](connection& c) {
