@@ -2,8 +2,8 @@
 #pragma once
 
 // The broker of the integration tests (LETTERBOX_AMQP_URL), the transport suite's fixture for
-// amqp::transport, and a way to wait for one operation on it; shared by the AMQP integration
-// tests.
+// amqp::transport, a way to wait for one operation on it, and the tally of a publish stream's
+// outcomes when a broker dies under it; shared by the AMQP integration tests.
 
 #include <letterbox/amqp/transport.hpp>
 
@@ -20,11 +20,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace amqp_test {
 
@@ -149,5 +151,63 @@ std::error_code await(amqp_transport_fixture& fx, Start&& start) {
     REQUIRE(fx.run_until([&r] { return r.has_value(); }, std::chrono::seconds{20}));
     return *r;
 }
+
+/// How the publishes of a stream ended when its broker died under it: confirmed; sent and lost
+/// before their confirm (`outcome_unknown`: never reported as a success it might not be);
+/// refused unsent (`connection_closed`); and anything else, which no test expects.
+struct publish_outcomes {
+    std::size_t confirmed = 0;
+    std::size_t unknown = 0;
+    std::size_t unsent = 0;
+    std::vector<std::string> unexpected; // "body: message"
+
+    std::string summary() const {
+        std::string text = std::to_string(confirmed) + " confirmed, " + std::to_string(unknown) +
+                           " outcome_unknown, " + std::to_string(unsent) + " refused unsent";
+        for (const auto& u : unexpected)
+            text += "; unexpected: " + u;
+        return text;
+    }
+};
+
+/// Tallies `outcome` (each body's completion code, once it has one).
+inline publish_outcomes
+tally_outcomes(const std::map<std::string, std::optional<std::error_code>>& outcome) {
+    publish_outcomes t;
+    for (const auto& [body, ec] : outcome) {
+        if (!ec)
+            t.unexpected.push_back(body + ": no outcome yet");
+        else if (!*ec)
+            ++t.confirmed;
+        else if (*ec == letterbox::errc::outcome_unknown)
+            ++t.unknown;
+        else if (*ec == letterbox::errc::connection_closed)
+            ++t.unsent;
+        else
+            t.unexpected.push_back(body + ": " + ec->message());
+    }
+    return t;
+}
+
+/// The confirmed bodies of `outcome` that `seen` (the bodies a consumer received) lacks: what an
+/// at-least-once check waits to see empty, and what it reports, up to 8 of them, if it is not.
+struct missing_bodies {
+    std::vector<std::string> bodies;
+
+    template <class Seen>
+    missing_bodies(const std::map<std::string, std::optional<std::error_code>>& outcome,
+                   const Seen& seen) {
+        for (const auto& [body, ec] : outcome)
+            if (ec && !*ec && !seen.contains(body))
+                bodies.push_back(body);
+    }
+    bool empty() const { return bodies.empty(); }
+    std::string summary() const {
+        std::string text = std::to_string(bodies.size()) + " confirmed bodies never seen (";
+        for (std::size_t i = 0; i < bodies.size() && i < 8; ++i)
+            text += " " + bodies[i];
+        return text + " )";
+    }
+};
 
 } // namespace amqp_test

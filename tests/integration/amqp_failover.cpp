@@ -356,42 +356,18 @@ TEST_CASE("amqp failover: when the node in use dies, the transport fails over to
     REQUIRE(f.run_until([&] { return witness_depth->has_value(); }, 30s));
     CHECK(**witness_depth >= 1);
 
-    std::size_t confirmed = 0;
-    std::size_t unknown = 0;
-    std::size_t unsent = 0;
-    for (const auto& [body, ec] : outcome) {
-        INFO(body << ": " << ec->message());
-        if (!*ec)
-            ++confirmed;
-        else if (*ec == errc::outcome_unknown)
-            ++unknown;
-        else if (*ec == errc::connection_closed)
-            ++unsent;
-        else
-            FAIL("unexpected outcome");
-    }
-    INFO(confirmed << " confirmed, " << unknown << " outcome_unknown, " << unsent
-                   << " refused unsent");
+    const auto tally = amqp_test::tally_outcomes(outcome);
+    INFO(tally.summary());
+    CHECK(tally.unexpected.empty());
     // In flight at the cut: never reported as successes they might not be.
-    CHECK(unknown > 0);
-    CHECK(confirmed >= 101);
+    CHECK(tally.unknown > 0);
+    CHECK(tally.confirmed >= 101);
 
     // At least once: every confirmed body, before and after the failover, reaches the resumed
     // consumer.
-    auto missing = [&] {
-        std::vector<std::string> out;
-        for (const auto& [body, ec] : outcome)
-            if (!*ec && !seen->contains(body))
-                out.push_back(body);
-        return out;
-    };
-    CHECK(f.run_until([&] { return missing().empty(); }, 60s));
-    const auto lost = missing();
-    std::string some;
-    for (std::size_t i = 0; i < lost.size() && i < 8; ++i)
-        some += " " + lost[i];
-    INFO(lost.size() << " confirmed bodies never seen (" << some << " ), " << seen->size()
-                     << " deliveries seen");
+    CHECK(f.run_until([&] { return amqp_test::missing_bodies(outcome, *seen).empty(); }, 60s));
+    const amqp_test::missing_bodies lost(outcome, *seen);
+    INFO(lost.summary() << ", " << seen->size() << " deliveries seen");
     CHECK(lost.empty());
 
     CHECK(outcome_of(f, [&](auto done) { t.async_close(done); }) == std::error_code{});

@@ -181,25 +181,12 @@ TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed, in
     crash_and_restart_broker();
     REQUIRE(f.run_until(settled, 60s));
 
-    std::size_t confirmed = 0;
-    std::size_t unknown = 0;
-    std::size_t unsent = 0;
-    for (const auto& [body, ec] : outcome) {
-        INFO(body << ": " << ec->message());
-        if (!*ec)
-            ++confirmed;
-        else if (*ec == errc::outcome_unknown)
-            ++unknown;
-        else if (*ec == errc::connection_closed)
-            ++unsent;
-        else
-            FAIL("unexpected outcome");
-    }
-    INFO(confirmed << " confirmed, " << unknown << " outcome_unknown, " << unsent
-                   << " refused unsent");
+    const auto tally = amqp_test::tally_outcomes(outcome);
+    INFO(tally.summary());
+    CHECK(tally.unexpected.empty());
     // Publishes in flight at the crash are never reported as successes they might not be.
-    CHECK(unknown > 0);
-    CHECK(confirmed >= 200);
+    CHECK(tally.unknown > 0);
+    CHECK(tally.confirmed >= 200);
 
     // After the restart the transports reconnect by themselves: new publishes succeed (after a
     // bounded number of refusals while they reconnect) and the consumer receives them.
@@ -221,18 +208,12 @@ TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed, in
     REQUIRE(last == std::error_code{});
 
     // Nothing confirmed is lost: every confirmed body reaches the resumed consumer.
-    auto missing = [&] {
-        std::vector<std::string> out;
-        for (const auto& [body, ec] : outcome)
-            if (!*ec && !seen->contains(body))
-                out.push_back(body);
-        return out;
-    };
-    CHECK(f.run_until([&] { return missing().empty() && seen->contains("after"); }, 60s));
-    const auto lost = missing();
-    std::string some;
-    for (std::size_t i = 0; i < lost.size() && i < 8; ++i)
-        some += " " + lost[i];
+    CHECK(f.run_until(
+        [&] {
+            return amqp_test::missing_bodies(outcome, *seen).empty() && seen->contains("after");
+        },
+        60s));
+    const amqp_test::missing_bodies lost(outcome, *seen);
     // Whether the broker still holds them (a consumer that did not resume) or not (lost).
     std::string held = "-";
     if (!lost.empty()) {
@@ -243,9 +224,9 @@ TEST_CASE("amqp transport: a broker crash mid-stream loses nothing confirmed, in
         if (f.run_until([&] { return depth->has_value(); }, 10s))
             held = std::to_string(**depth);
     }
-    INFO(lost.size() << " confirmed bodies never seen (" << some << " ), " << seen->size()
-                     << " deliveries seen, \"after\" " << (seen->contains("after") ? "" : "not ")
-                     << "seen, the queue holds " << held << " ready");
+    INFO(lost.summary() << ", " << seen->size() << " deliveries seen, \"after\" "
+                        << (seen->contains("after") ? "" : "not ") << "seen, the queue holds "
+                        << held << " ready");
     CHECK(lost.empty());
 
     CHECK(await([&](auto done) { subscriber.async_close(done); }) == std::error_code{});
