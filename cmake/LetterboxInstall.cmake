@@ -6,14 +6,25 @@ set(LETTERBOX_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATADIR}/cmake/letterbox"
     CACHE STRING "Where to install letterboxConfig.cmake, relative to the install prefix")
 mark_as_advanced(LETTERBOX_INSTALL_CMAKEDIR)
 
-install(TARGETS letterbox EXPORT letterbox-targets FILE_SET HEADERS)
+# Both file sets of each target (CMakeLists.txt, letterbox_add_headers): the headers and their
+# impl/ definitions.
+function(letterbox_install_target target export)
+    set(sets FILE_SET HEADERS)
+    get_target_property(names ${target} INTERFACE_HEADER_SETS)
+    if("impl" IN_LIST names)
+        list(APPEND sets FILE_SET impl)
+    endif()
+    install(TARGETS ${target} EXPORT ${export} ${sets})
+endfunction()
+
+letterbox_install_target(letterbox letterbox-targets)
 install(EXPORT letterbox-targets
         NAMESPACE letterbox::
         FILE letterbox-targets.cmake
         DESTINATION "${LETTERBOX_INSTALL_CMAKEDIR}")
 
 foreach(name IN LISTS LETTERBOX_ENABLED_COMPONENTS)
-    install(TARGETS letterbox_${name} EXPORT letterbox-${name}-targets FILE_SET HEADERS)
+    letterbox_install_target(letterbox_${name} letterbox-${name}-targets)
     install(EXPORT letterbox-${name}-targets
             NAMESPACE letterbox::
             FILE letterbox-${name}-targets.cmake
