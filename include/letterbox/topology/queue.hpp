@@ -28,8 +28,8 @@ struct queue {
     ///
     /// - the arguments `queue_arguments::parse` refuses (a wrong type or value);
     /// - a quorum queue that is not durable, is exclusive or is auto-delete, or has
-    ///   `x-max-priority` (RabbitMQ: 406) or `x-overflow: reject-publish-dlx` (refused from
-    ///   3.13 on; 3.10 takes it as `drop-head`);
+    ///   `x-max-priority` (RabbitMQ: 406) or `x-overflow: reject-publish-dlx` (accepted by
+    ///   every version, which then runs the queue as `drop-head`);
     /// - `x-delivery-limit` or `x-dead-letter-strategy` on a classic queue (406);
     /// - `x-dead-letter-strategy: at-least-once` without `x-overflow: reject-publish` or
     ///   without a dead-letter exchange: RabbitMQ accepts both, logs a warning and falls back

@@ -3,6 +3,7 @@
 
 #include <letterbox/config.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -24,8 +25,10 @@ struct broker_profile {
     bool reverse_x_death_on_event = true;
     /// 3.13+: `x-last-death-{reason,queue,exchange}` headers are written.
     bool x_last_death_headers = false;
-    /// 3.10: an `x-death` header published by a client is kept and extended as history.
-    /// 3.13+: it is ignored and a new history starts.
+    /// An `x-death` header published by a client is kept and extended as history: 3.10 (seen
+    /// on 3.10.8) and 3.13.3+ (RabbitMQ 3.13.3's release notes, rabbitmq-server#11339, which
+    /// restored it on 3.13.x). 3.13.0-3.13.2 and 4.0+ ignore it and a new history starts (4.0.1's
+    /// release notes, "AMQP 0.9.1 x-death header").
     bool client_x_death_is_history = true;
     /// 3.13+: the `CC` header survives dead-lettering with an explicit dead-letter key.
     bool keep_cc_with_dead_letter_routing_key = false;
@@ -46,9 +49,11 @@ struct broker_profile {
     bool quorum_returns_first = false;
     /// 4.3+: topic binding keys with more than this many `#` words are refused (406).
     std::optional<std::size_t> max_topic_hash_words;
-    /// 3.10: a quorum queue accepts `x-overflow: reject-publish-dlx` and treats it as
-    /// `drop-head`; later versions refuse the declaration (406).
-    bool quorum_reject_publish_dlx_is_drop_head = true;
+    /// RabbitMQ 4.3 denies the deprecated feature `global_qos` by default: the channel turns
+    /// `basic.qos(global=true)` into a per-consumer limit (4.3.0's release notes). Before, a
+    /// global limit applies, and consuming from a quorum queue on such a channel is refused
+    /// with 540 NOT_IMPLEMENTED, which closes the connection.
+    bool global_qos_permitted = true;
     /// The default `max_message_size`.
     std::size_t max_message_size = std::size_t{128} * 1024 * 1024;
     /// 3.10 (observed): `basic.qos(global=false)` after `basic.qos(global=true)` clears the
@@ -74,20 +79,28 @@ struct broker_profile {
         return p;
     }
 
+    /// RabbitMQ 3.13.3 and later 3.13 releases.
     static constexpr broker_profile rabbitmq_3_13() noexcept {
         broker_profile p;
         p.name = "3.13";
         p.reverse_x_death_on_event = false;
         p.x_last_death_headers = true;
-        p.client_x_death_is_history = false;
         p.keep_cc_with_dead_letter_routing_key = true;
-        p.quorum_reject_publish_dlx_is_drop_head = false;
+        return p;
+    }
+
+    /// RabbitMQ 3.13.0 to 3.13.2: 3.13, but a client's `x-death` starts a new history.
+    static constexpr broker_profile rabbitmq_3_13_0() noexcept {
+        broker_profile p = rabbitmq_3_13();
+        p.name = "3.13.0";
+        p.client_x_death_is_history = false;
         return p;
     }
 
     static constexpr broker_profile rabbitmq_4_0() noexcept {
         broker_profile p = rabbitmq_3_13();
         p.name = "4.0";
+        p.client_x_death_is_history = false;
         p.quorum_default_delivery_limit = 20;
         p.quorum_negative_delivery_limit_is_unlimited = true;
         p.quorum_returns_first = true;
@@ -101,7 +114,22 @@ struct broker_profile {
         p.nack_increments_delivery_count = false;
         p.acquired_count_header = true;
         p.max_topic_hash_words = 2;
+        p.global_qos_permitted = false;
         return p;
+    }
+
+    /// Every profile above, oldest first.
+    static constexpr std::array<broker_profile, 5> known() noexcept {
+        return {rabbitmq_3_10(), rabbitmq_3_13_0(), rabbitmq_3_13(), rabbitmq_4_0(),
+                rabbitmq_4_3()};
+    }
+
+    /// The profile whose `name` is `name` ("3.10", "3.13.0", "3.13", "4.0" or "4.3").
+    static constexpr std::optional<broker_profile> named(std::string_view name) noexcept {
+        for (const auto& p : known())
+            if (p.name == name)
+                return p;
+        return std::nullopt;
     }
 };
 

@@ -803,6 +803,22 @@ TEST_CASE("RMQ-PF-04 global qos on a quorum queue fails the consume with 540 NOT
     CHECK_FALSE(ec);
 }
 
+TEST_CASE("RMQ-PF-04 on the 4.3 profile, global qos is denied and acts as a per-consumer "
+          "limit, so a quorum queue's consume works",
+          "[transport][in_memory]") {
+    // RabbitMQ 4.3.0 denies the deprecated feature global_qos by default (release notes).
+    broker_fixture fx(in_memory::broker_profile::rabbitmq_4_3());
+    fx.declare_queue("QQ", of_type(queue_type::quorum));
+    REQUIRE_FALSE(fx.ch.basic_qos(2, true));
+    recorder r;
+    std::error_code ec;
+    fx.ch.basic_consume("QQ", r.on_delivery(), ec);
+    CHECK_FALSE(ec);
+    fx.publish("QQ", {"m1", "m2", "m3"});
+    CHECK(r.deliveries.size() == 2);
+    CHECK(fx.conn.is_open());
+}
+
 TEST_CASE("a channel whose connection a 540 closed answers connection_closed after the "
           "connection's last handle is gone",
           "[transport][in_memory]") {

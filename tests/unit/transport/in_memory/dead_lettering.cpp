@@ -360,35 +360,28 @@ TEST_CASE("DLX-13 reject-publish-dlx on a classic queue keeps the first and dead
     CHECK(log.nacked() == std::vector<std::uint64_t>{2, 3});
 }
 
-TEST_CASE("DLX-13 reject-publish-dlx on a quorum queue behaves like drop-head on 3.10 and is "
-          "refused on 3.13 (§0.3 3)",
+TEST_CASE("DLX-13 reject-publish-dlx on a quorum queue is accepted and behaves like drop-head "
+          "on every version (§0.3 3)",
           "[transport][in_memory]") {
-    SECTION("3.10") {
-        broker_fixture fx;
-        topology::queue_arguments extra;
-        extra.max_length = 1;
-        extra.overflow = topology::overflow_behaviour::reject_publish_dlx;
-        declare_dead_letter_queues(fx, queue_type::quorum, extra);
-        confirm_log log;
-        log.attach(fx.ch);
-        REQUIRE_FALSE(fx.ch.confirm_select());
-        fx.publish("Q", {"m1", "m2", "m3"});
-        CHECK(log.acked() == std::vector<std::uint64_t>{1, 2, 3});
-        CHECK(fx.drain("Q") == strings{"m3"});
-        CHECK(fx.drain("DLQ") == strings{"m1", "m2"});
-        CHECK(dead_lettered(fx, reason::maxlen) == 2);
-    }
-    SECTION("3.13") {
-        broker_fixture fx(in_memory::broker_profile::rabbitmq_3_13());
-        auto args = dlx_args("dlx", "DLQ", queue_type::quorum);
-        args.max_length = 1;
-        args.overflow = topology::overflow_behaviour::reject_publish_dlx;
-        topology::queue q;
-        q.name = "Q";
-        q.arguments = args.to_table();
-        CHECK(fx.ch.queue_declare(q) == errc::precondition_failed);
-        CHECK_FALSE(fx.broker.queue("Q"));
-    }
+    // RabbitMQ logs "Invalid overflow strategy" and runs the queue with its default, drop-head
+    // (rabbit_quorum_queue:overflow/3 in v3.10.0, v3.13.0 and v4.0.0).
+    const auto profile = GENERATE(in_memory::broker_profile::rabbitmq_3_10(),
+                                  in_memory::broker_profile::rabbitmq_3_13(),
+                                  in_memory::broker_profile::rabbitmq_4_0());
+    INFO(profile.name);
+    broker_fixture fx(profile);
+    topology::queue_arguments extra;
+    extra.max_length = 1;
+    extra.overflow = topology::overflow_behaviour::reject_publish_dlx;
+    declare_dead_letter_queues(fx, queue_type::quorum, extra);
+    confirm_log log;
+    log.attach(fx.ch);
+    REQUIRE_FALSE(fx.ch.confirm_select());
+    fx.publish("Q", {"m1", "m2", "m3"});
+    CHECK(log.acked() == std::vector<std::uint64_t>{1, 2, 3});
+    CHECK(fx.drain("Q") == strings{"m3"});
+    CHECK(fx.drain("DLQ") == strings{"m1", "m2"});
+    CHECK(dead_lettered(fx, reason::maxlen) == 2);
 }
 
 TEST_CASE("DLX-14 a missing dead-letter exchange drops the message and does not count it as "
@@ -956,8 +949,11 @@ TEST_CASE("a client-supplied x-death is kept and extended on 3.10 and ignored on
         REQUIRE(dl.size() == 1);
         CHECK(text(*dl[0].msg, letterbox::headers::x_first_death_queue) == "Q");
     }
-    SECTION("3.13: a new history starts (DLX-30)") {
-        broker_fixture fx(in_memory::broker_profile::rabbitmq_3_13());
+    SECTION("3.13.0-3.13.2 and 4.0: a new history starts (DLX-30)") {
+        const auto profile = GENERATE(in_memory::broker_profile::rabbitmq_3_13_0(),
+                                      in_memory::broker_profile::rabbitmq_4_0());
+        INFO(profile.name);
+        broker_fixture fx(profile);
         topology::queue_arguments extra;
         extra.message_ttl = 1ms;
         declare_dead_letter_queues(fx, queue_type::classic, extra);

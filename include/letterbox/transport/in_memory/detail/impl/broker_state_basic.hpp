@@ -42,7 +42,7 @@ LETTERBOX_DECL std::error_code broker_state::basic_qos(channel_state& ch, std::u
     if (auto ec = check_open(ch))
         return ec;
     scope s(*this);
-    if (global) {
+    if (global && profile_.global_qos_permitted) {
         ch.global_prefetch = prefetch;
     } else {
         ch.consumer_prefetch = prefetch;

@@ -318,14 +318,6 @@ broker_state::new_queue_arguments(channel_state& ch, const topology::queue& decl
                                    "' in vhost '/'");
             return std::nullopt;
         }
-        if (args->overflow == topology::overflow_behaviour::reject_publish_dlx &&
-            !profile_.quorum_reject_publish_dlx_is_drop_head) {
-            ec = channel_error(
-                ch, errc::precondition_failed,
-                "invalid arg 'x-overflow' for queue '" + name +
-                    "' in vhost '/': reject-publish-dlx is not supported by quorum queues");
-            return std::nullopt;
-        }
     }
     return args;
 }
