@@ -3,7 +3,7 @@
 
 /// The core of letterbox: the standard library, nlohmann_json and Boost.Asio headers only.
 /// Optional components have their own umbrellas (`letterbox/testing.hpp`, ...), never
-/// included from here.
+/// included from here. The topology lint, core too, has its own: `letterbox/lint.hpp`.
 #include <letterbox/append_result.hpp>
 #include <letterbox/backoff/classifier.hpp>
 #include <letterbox/backoff/exponential.hpp>

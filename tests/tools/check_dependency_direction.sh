@@ -36,6 +36,7 @@ shift
 # concepts. Paths relative to include/letterbox/.
 not_vocabulary=(
     letterbox.hpp                  # the core umbrella
+    lint.hpp                       # umbrella: the topology lint (lint/), a layer over topology/
     src.hpp                        # the definitions of separate compilation (all layers)
     clock.hpp                      # umbrella: the clock concept and its models
     consumer.hpp                   # the consumer, a layer
