@@ -23,6 +23,8 @@
 #   rabbitmq.sh run -- COMMAND [ARG...]   start, run COMMAND with LETTERBOX_AMQP_URL exported, and
 #                                         always stop (also on failure and on INT/TERM/HUP); exits
 #                                         with COMMAND's status. DIR is kept when COMMAND fails.
+#   rabbitmq.sh export-definitions FILE [DIR]  write its definitions (rabbitmqctl
+#                                         export_definitions) to FILE; changes nothing
 # DIR defaults to $LETTERBOX_RABBITMQ_DIR.  By hand:  export $(tests/tools/rabbitmq.sh start)
 #
 # Environment:
@@ -61,7 +63,7 @@ die() {
 }
 
 usage() {
-    sed -n '11,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '11,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -371,6 +373,18 @@ cmd_status() {
     return 1
 }
 
+cmd_export_definitions() {
+    local file=${1:-} dir=${2:-${LETTERBOX_RABBITMQ_DIR:-}}
+    [ -n "$file" ] || die "export-definitions needs a FILE to write"
+    local pid pid_start_time port dist_port node url
+    load_state "$dir"
+    require_server
+    alive "$pid" "$pid_start_time" || die "RabbitMQ in $dir does not run"
+    rmq_env "$dir" "$port" "$dist_port" "$node"
+    timeout 60 "${RMQ_ENV[@]}" "$RMQ_BIN/rabbitmqctl" -q export_definitions "$file" </dev/null ||
+        die "rabbitmqctl export_definitions failed"
+}
+
 # What `run` says it runs with (the broker's guest account is no secret: loopback only).
 run_announce() { echo "LETTERBOX_AMQP_URL=$LETTERBOX_AMQP_URL"; }
 
@@ -389,6 +403,7 @@ stop) cmd_stop "$@" ;;
 status) cmd_status "$@" ;;
 kill) cmd_kill "$@" ;;
 restart) cmd_restart "$@" ;;
+export-definitions) cmd_export_definitions "$@" ;;
 run) run_service LETTERBOX_RABBITMQ_DIR cmd_start cmd_stop run_announce "$@" ;;
 -h | --help | help) usage ;;
 *) usage ;;

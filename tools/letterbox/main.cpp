@@ -6,6 +6,7 @@
 #include "command_line.hpp"
 #include "dlq_command.hpp"
 #include "outbox_command.hpp"
+#include "topology_check_command.hpp"
 #include "topology_command.hpp"
 
 #include <letterbox/amqp/codec/field_table.hpp>
@@ -36,6 +37,8 @@ constexpr std::string_view general_usage =
     "  letterbox outbox status|retry|purge --db FILE ...         an SQLite outbox\n"
     "  letterbox topology declare --file FILE ...                declare exchanges, queues, "
     "bindings\n"
+    "  letterbox topology check FILE ...                         lint a topology or a "
+    "definitions export\n"
     "\n"
     "The broker is --url or $LETTERBOX_AMQP_URL (amqp://user@host:port/vhost); the password\n"
     "is --password-file FILE or $LETTERBOX_AMQP_PASSWORD (which keep it off the command line),\n"
@@ -87,6 +90,30 @@ int run(const std::vector<std::string>& args) {
             return cli::ok;
         }
         return cli::run_outbox(cli::parse_outbox_arguments(rest), std::cout, std::cerr);
+    }
+    if (group == "topology" && !rest.empty() && rest[0] == "check") {
+        if (help) {
+            std::cout << cli::topology_check_usage;
+            return cli::ok;
+        }
+        auto a = cli::parse_topology_check_arguments(rest.subspan(1));
+        const auto input = cli::read_topology_check_input(a); // before connecting: fail fast
+        if (!a.url)
+            return cli::report_topology_check(a, input, std::cout);
+        const auto u = cli::broker_url(a.url, a.password_file);
+        a.endpoint = u.redacted();
+        return cli::with_broker(
+            u, std::cerr, [&](letterbox::amqp::transport& t, const cli::event_loop& loop) {
+                std::vector<std::vector<letterbox::lint::finding>> live;
+                int status = cli::ok;
+                for (const auto& topology : input.topologies) {
+                    auto found = cli::look_up_queues(t, topology, a, std::cerr, loop, status);
+                    if (!found)
+                        return status;
+                    live.push_back(std::move(*found));
+                }
+                return cli::report_topology_check(a, input, std::cout, live);
+            });
     }
     if (group == "topology") {
         if (help) {

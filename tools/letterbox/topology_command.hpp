@@ -10,6 +10,7 @@
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/error.hpp>
 #include <letterbox/field_table.hpp>
+#include <letterbox/lint/consumer_settings.hpp>
 #include <letterbox/topology/binding.hpp>
 #include <letterbox/topology/exchange.hpp>
 #include <letterbox/topology/queue.hpp>
@@ -41,6 +42,7 @@ namespace letterbox::cli {
 inline constexpr std::string_view topology_usage =
     "usage: letterbox topology declare --file topology.json [--url URL] [--password-file FILE]\n"
     "                                  [--json] [--timeout SECONDS]\n"
+    "       letterbox topology check [--profile VERSION] [--json] FILE   (check --help)\n"
     "\n"
     "Declares the exchanges, then the queues (each with its retry and dead-letter queues),\n"
     "then the bindings of the file, in order; declaring what exists with the same properties\n"
@@ -56,6 +58,10 @@ struct topology_plan {
     std::vector<topology::exchange> exchanges{};
     std::vector<topology::queue> queues{};
     std::vector<topology::binding> bindings{};
+    /// What `letterbox topology check` assumes of the consumer of each queue with a
+    /// `retry_topology`: its retry queues must lead back to it, and it rejects onto its
+    /// dead-letter exchange unless `rejects` is `nowhere`.
+    std::vector<lint::consumer_settings> consumers{};
 };
 
 /// A parsed `letterbox topology declare` command line.
@@ -81,9 +87,10 @@ inline constexpr std::array<option_spec, 6> topology_options{{
 /// Parses the arguments after `topology`. Throws `usage_failure`.
 inline topology_arguments parse_topology_arguments(std::span<const std::string> args) {
     if (args.empty() || args[0] != "declare")
-        throw usage_failure(args.empty() ? "missing command: letterbox topology declare --file FILE"
+        throw usage_failure(args.empty() ? "missing command: letterbox topology declare --file "
+                                           "FILE, or letterbox topology check FILE"
                                          : "unknown command 'topology " + shown(args[0]) +
-                                               "' (expected declare)");
+                                               "' (expected declare or check)");
     const auto p = parse_options(args.subspan(1), topology_options, "letterbox topology");
     if (!p.positionals.empty())
         throw usage_failure("unexpected argument '" + shown(p.positionals.front()) +
@@ -400,6 +407,15 @@ inline void parse_queue(const nlohmann::json& j, const std::string& path, topolo
     q.arguments = std::move(table);
 
     if (retry) {
+        lint::consumer_settings c;
+        c.queue = q.name;
+        c.failures = retry->rejects == topology::rejects_go_to::nowhere
+                         ? lint::failure_handling::publish_to_dead_letter_queue
+                         : lint::failure_handling::reject;
+        c.attempts_from_x_death = retry->rejects == topology::rejects_go_to::retry_queue;
+        for (const auto d : retry->delays)
+            c.retry_queues.push_back(retry->retry_queue_name(d));
+        plan.consumers.push_back(std::move(c));
         auto queues = retry->queues();
         queues.pop_back(); // the work queue is `q`
         for (auto& extra : queues)
