@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/amqp/broker_info.hpp>
 #include <letterbox/amqp/detail/connection_core.hpp>
 #include <letterbox/amqp/url.hpp>
 #include <letterbox/config.hpp>
@@ -100,6 +101,12 @@ public:
         std::chrono::seconds heartbeat{0};
         bool blocked = false;
         field_table server_properties{};
+
+        /// The broker's product and version (from `server_properties`), and the broker
+        /// profile letterbox assumes for them.
+        broker_info broker() const {
+            return broker_info::from_server_properties(server_properties);
+        }
     };
     template <class Token>
     auto async_info(Token&& token);

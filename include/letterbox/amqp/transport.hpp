@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/amqp/broker_info.hpp>
 #include <letterbox/amqp/detail/transport_state.hpp>
 #include <letterbox/amqp/endpoint.hpp>
 #include <letterbox/amqp/transport_options.hpp>
@@ -89,6 +90,14 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp {
 /// completion has run.
 ///
 /// `amqps://` URLs use TLS (see `amqp::connection`).
+///
+/// Broker version: at each connection the transport reads the broker's `product` and `version`
+/// from `connection.start` and picks the `in_memory::broker_profile` of that version
+/// (`in_memory::profile_for_version`); `broker()` returns them. The observer
+/// (`transport_options::on_event`) hears of each connection's broker, and is warned when
+/// letterbox has no profile for the version (it assumes the nearest) and when the version
+/// changed since the previous connection. `ops::connection_check` shows them on the health
+/// endpoint. See docs/amqp.md, "Broker version".
 ///
 /// Thread safety: the object may be used from any thread. The executor must outlive it.
 /// Destroying it closes the connection (without waiting).
@@ -233,6 +242,15 @@ public:
     std::optional<endpoint> connected_endpoint() const {
         return state_ ? state_->connected_endpoint() : std::nullopt;
     }
+
+    /// The broker of the latest connection: its product and version as its `connection.start`
+    /// announced them, and the broker profile letterbox assumes for it (`profile`, with `exact`
+    /// false and a `note` when the version has no profile of its own). `std::nullopt` until a
+    /// first connection opened; after that, kept while the transport reconnects and replaced at
+    /// each new connection (a failover may reach a node of another version). Callable from any
+    /// thread and never waits for the strand (a lock is held only to copy the value); the
+    /// answer may be stale by the time it is read.
+    std::optional<broker_info> broker() const { return state_ ? state_->broker() : std::nullopt; }
 
     /// How many times the broker closed one of the transport's consumer or get channels
     /// because a delivery on it stayed unacknowledged past RabbitMQ's consumer timeout

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/amqp/transport_event.hpp>
 #include <letterbox/config.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -34,6 +36,13 @@ struct transport_options {
     /// The seed of that shuffle. Unset: a random one (`std::random_device`). Set: the same
     /// endpoints give the same order on every platform (tests, failover drills).
     std::optional<std::uint64_t> endpoint_shuffle_seed{};
+    /// The observer of what the transport learns about its broker (`transport_event`): the
+    /// broker's version and profile at each connection, and the warnings when letterbox has no
+    /// profile for that version or when the version changed from one connection to the next.
+    /// Called on the transport's strand, after the step that caused it (never inside another
+    /// operation): it must not block; it may start operations on the transport. What it throws
+    /// is ignored. May be empty.
+    std::function<void(const transport_event&)> on_event{};
 };
 
 } // namespace letterbox::amqp

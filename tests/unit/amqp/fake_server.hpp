@@ -12,6 +12,7 @@
 #include <letterbox/amqp/codec/frame_writer.hpp>
 #include <letterbox/amqp/codec/method.hpp>
 #include <letterbox/error.hpp>
+#include <letterbox/field_table.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -144,7 +145,7 @@ public:
         codec::connection_start start;
         start.mechanisms = "PLAIN AMQPLAIN";
         start.locales = "en_US";
-        start.server_properties.set("product", std::string("fake"));
+        start.server_properties = server_properties_;
         if (!send_method(start))
             return false;
         auto start_ok = read_method();
@@ -195,6 +196,8 @@ public:
         return false;
     }
 
+    /// The server properties `greet` sends in connection.start.
+    letterbox::field_table server_properties_{{"product", std::string("fake")}};
     letterbox::amqp::codec::connection_start_ok start_ok_{};
     letterbox::amqp::codec::connection_tune_ok tune_ok_{};
     letterbox::amqp::codec::connection_open open_{};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <letterbox/amqp/broker_info.hpp>
 #include <letterbox/amqp/codec/message_mapping.hpp>
 #include <letterbox/amqp/codec/method.hpp>
 #include <letterbox/amqp/detail/channel_core.hpp>
@@ -35,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -48,7 +50,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::amqp::detail {
 /// channels (one confirm-mode publishing channel, one for topology, one per consumer, one per
 /// queue read with basic.get), the publishes awaiting confirms, the consumers, the topology to
 /// re-declare, and the reconnection loop over the URL's endpoints (in `endpoints_` order,
-/// shuffled once). Every member function runs on `strand_`, except the atomic readers.
+/// shuffled once). Every member function runs on `strand_`, except the readers of atomics and
+/// `broker()`, which copies under `broker_mutex_`.
 class transport_state : public std::enable_shared_from_this<transport_state> {
 public:
     using completion = letterbox::detail::unique_function<void(std::error_code)>;
@@ -125,6 +128,12 @@ public:
             return std::nullopt;
         return endpoints_[i - 1];
     }
+    /// The broker of the latest connection (its version and profile), if one opened yet; kept
+    /// while the transport reconnects (any thread).
+    std::optional<broker_info> broker() const {
+        const std::lock_guard<std::mutex> lock(broker_mutex_);
+        return broker_;
+    }
 
 private:
     enum class phase { connecting, recovering, open, backoff, closed };
@@ -173,6 +182,8 @@ private:
         connected_.store(false, std::memory_order_release);
         connected_endpoint_.store(0, std::memory_order_release);
     }
+    // Reads the new connection's broker (version, profile) and reports it to the observer.
+    void identify_broker();
     void recover_topology(std::size_t next);
     void recover_consumers(std::vector<std::shared_ptr<subscription>> subs, std::size_t next);
     void opened();
@@ -231,6 +242,9 @@ private:
     // 1 + the index of the connected endpoint while phase_ == open, else 0 (other threads).
     std::atomic<std::size_t> connected_endpoint_{0};
     std::atomic<std::uint64_t> consumer_timeouts_{0};
+    // The broker of the latest connection, written on the strand, read from any thread.
+    mutable std::mutex broker_mutex_;
+    std::optional<broker_info> broker_;
     bool closed_ = false;
     std::vector<completion> waiters_;
     std::vector<completion> close_waiters_;

@@ -6,14 +6,20 @@
 // transport_state_topology.hpp (channels and topology), transport_state_publishing.hpp,
 // transport_state_consuming.hpp and transport_state_settling.hpp (settling and basic.get).
 
+#include <letterbox/amqp/broker_info.hpp>
 #include <letterbox/amqp/detail/transport_state.hpp>
+#include <letterbox/amqp/transport_event.hpp>
 #include <letterbox/config.hpp>
 
 #include <letterbox/error.hpp>
 
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -77,7 +83,42 @@ LETTERBOX_DECL void transport_state::on_connected(std::uint64_t generation, std:
     }
     delay_ = options_.reconnect_delay_min;
     phase_ = phase::recovering;
+    identify_broker();
     recover_topology(0);
+}
+
+LETTERBOX_DECL void transport_state::identify_broker() {
+    auto now = broker_info::from_server_properties(conn_->server_properties());
+    std::optional<broker_info> before;
+    {
+        const std::lock_guard<std::mutex> lock(broker_mutex_);
+        before = std::exchange(broker_, now);
+    }
+    if (!options_.on_event)
+        return;
+    // The observer runs on a stack of its own: whatever it starts on the transport comes after
+    // this step, as any operation would.
+    boost::asio::post(strand_, [self = shared_from_this(), now = std::move(now),
+                                before = std::move(before), at = endpoints_[current_endpoint_]] {
+        if (self->closed_ || !self->options_.on_event)
+            return;
+        const auto report = [&](transport_event::kind what, const std::string& text,
+                                const broker_info* previous) {
+            try {
+                self->options_.on_event(transport_event{what, now, at, previous, text});
+            } catch (...) { // an observer that throws cannot stop the transport
+            }
+        };
+        report(transport_event::kind::broker_identified,
+               "connected to " + now.describe() + " at " + at.to_string(), nullptr);
+        if (!now.exact)
+            report(transport_event::kind::broker_version_not_recognised, now.note, nullptr);
+        if (before && (before->version != now.version || before->product != now.product))
+            report(transport_event::kind::broker_version_changed,
+                   "the broker at " + at.to_string() + " is " + now.describe() +
+                       ", and the previous connection's was " + before->describe(),
+                   &*before);
+    });
 }
 
 LETTERBOX_DECL void transport_state::recover_topology(std::size_t next) {
