@@ -2,8 +2,8 @@
 #pragma once
 // A headless Chromium driven over the Chrome DevTools Protocol (a WebSocket on loopback), for
 // the dashboard's browser test: navigate, evaluate JavaScript, wait for a condition, take a
-// screenshot. Debian's `chromium` is installed (apt-get) when it is missing. Every wait has a
-// deadline; the browser is killed when the object dies.
+// screenshot of the viewport or of the whole page. Debian's `chromium` is installed (apt-get)
+// when it is missing. Every wait has a deadline; the browser is killed when the object dies.
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -181,9 +181,21 @@ public:
         return false;
     }
 
-    /// A PNG of the viewport.
-    void screenshot(const std::filesystem::path& png) {
-        auto r = send("Page.captureScreenshot", {{"format", "png"}});
+    /// A PNG of the viewport or, with `full_page`, of the whole page (as tall as its content).
+    void screenshot(const std::filesystem::path& png, bool full_page = false) {
+        nlohmann::json params = {{"format", "png"}};
+        if (full_page) {
+            const auto m = send("Page.getLayoutMetrics");
+            const auto& size =
+                m.contains("cssContentSize") ? m["cssContentSize"] : m["contentSize"];
+            params["captureBeyondViewport"] = true;
+            params["clip"] = {{"x", 0},
+                              {"y", 0},
+                              {"width", size.at("width")},
+                              {"height", size.at("height")},
+                              {"scale", 1}};
+        }
+        auto r = send("Page.captureScreenshot", std::move(params));
         const auto bytes = base64_decode(r.at("data").get<std::string>());
         std::ofstream out(png, std::ios::binary);
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -6,10 +6,13 @@
 #include <letterbox/concepts/transport.hpp>
 #include <letterbox/config.hpp>
 #include <letterbox/dlq/dead_letter_queue_options.hpp>
+#include <letterbox/lint/finding.hpp>
 #include <letterbox/message_trail.hpp>
 #include <letterbox/ops/detail/server_state.hpp>
 #include <letterbox/ops/http_server_options.hpp>
+#include <letterbox/ops/letterbox_metrics.hpp>
 #include <letterbox/ops/readiness.hpp>
+#include <letterbox/ops/relay_lag_check.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -18,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
@@ -36,6 +40,9 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 /// | DELETE | `/dlq/{queue}` | removes the selected messages (`?all=true` for every one) |
 /// | GET | `/outbox` | the outbox's counts and its pending and parked rows |
 /// | POST | `/outbox/{id}/retry` | unparks a parked row |
+/// | GET | `/outbox/lag` | the watched relay's lag and its recent samples (`watch_relay`) |
+/// | GET | `/consumers` | the watched consumers' counts and delivery rates (`watch_consumers`) |
+/// | GET | `/topology/findings` | the topology check's findings (`set_topology_check`) |
 /// | GET | `/conversations/{id}` | a conversation from the trail (`set_message_trail`) |
 /// | GET | `/` | the dashboard page |
 ///
@@ -55,7 +62,8 @@ namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 /// nosniff`.
 ///
 /// Register what it serves (`add_dead_letter_queue`, `set_outbox`, `set_metrics`,
-/// `add_readiness_check`) before `listen()`. Everything it does runs on a strand of the
+/// `add_readiness_check`, `watch_relay`, `watch_consumers`, `set_topology_check`) before
+/// `listen()`. Everything it does runs on a strand of the
 /// executor given to the constructor, except the outbox store calls: those run on two threads
 /// the server owns (started by `set_outbox`), so a database locked by another process never
 /// blocks the server, and a request that waits for the store longer than
@@ -136,6 +144,33 @@ public:
     /// `connection_check` and `relay_lag_check`. Throws `letterbox::error`
     /// (`errc::invalid_state`) after `listen()`.
     void add_readiness_check(std::string name, std::function<readiness()> check);
+
+    /// Samples `relay.counters().lag` every `options.sample_interval` (keeping
+    /// `options.samples_kept` samples) and serves them at `/outbox/lag`, with the relay's
+    /// current lag and counts: the dashboard's outbox panel draws them as a sparkline. Without
+    /// it, that path is 404 and the panel says no relay is watched. Throws `letterbox::error`
+    /// (`errc::invalid_state`) after `listen()`.
+    ///
+    /// @tparam Relay a `relay_counters_source` (an `outbox_relay`); it must outlive the server.
+    template <relay_counters_source Relay>
+    void watch_relay(const Relay& relay);
+
+    /// Serves the counts of the consumers named in `metrics.consumer_observer(name)` at
+    /// `/consumers`, with each one's deliveries per second over the last minute (from samples
+    /// of its `delivered` count taken every `options.sample_interval`): the dashboard's
+    /// consumers panel. Without it, that path is 404 and the panel says there is no metrics
+    /// registry. Throws `letterbox::error` (`errc::invalid_state`) after `listen()`.
+    /// `metrics` must outlive the server.
+    void watch_consumers(const letterbox_metrics& metrics);
+
+    /// Serves the findings of `check()` at `/topology/findings`, for the dashboard's topology
+    /// lint panel: typically a `lint` check of the application's topology, or of the broker's
+    /// (`check` may be slow: it runs on the threads the server owns for store calls, never on
+    /// its strand, once per request, and a request gets 503 after
+    /// `options.store_timeout`). A check that throws answers 500 with its message. Without it,
+    /// that path is 404 and the panel says "not configured". Throws `letterbox::error`
+    /// (`errc::invalid_state`) after `listen()`.
+    void set_topology_check(std::function<std::vector<lint::finding>()> check);
 
     /// Binds `options.address:options.port` and starts accepting. Returns the bind error
     /// (address in use, an address of no interface of this host), which the log also reports

@@ -37,8 +37,9 @@ struct http_server_options {
     bool loopback_reads_without_token = false;
     /// Lets the server listen on a non-loopback address without a token (the constructor
     /// refuses that otherwise), for a network that is protected in front of the server. The
-    /// metadata endpoints (`/queues`, `/outbox`, `/metrics`) are then open to anyone who
-    /// reaches the port; the server logs a warning.
+    /// metadata endpoints (`/queues`, `/outbox`, `/outbox/lag`, `/consumers`,
+    /// `/topology/findings`, `/metrics`) are then open to anyone who reaches the port; the
+    /// server logs a warning.
     bool allow_non_loopback_without_token = false;
     /// The host names (without port, compared case-insensitively) that requests may name in
     /// their `Host` header, besides the server's own address, the address a connection
@@ -82,11 +83,20 @@ struct http_server_options {
     /// an outbox listing that would take the total beyond it gets 503 with `Retry-After`, so
     /// clients that read slowly or never cannot make the server hold more.
     std::size_t max_response_bytes_in_flight = 32 * 1024 * 1024;
-    /// How long a request waits for the outbox store. Store calls run on a thread the server
+    /// How long a request waits for the outbox store (or the topology check,
+    /// `http_server::set_topology_check`). Store calls run on a thread the server
     /// owns, never on its I/O; one that takes longer (a database locked by another process)
     /// gets 503 with `Retry-After` while the call finishes in the background (a retry may then
     /// still take effect: `GET /outbox` shows it).
     std::chrono::milliseconds store_timeout = std::chrono::seconds{2};
+    /// How often the server samples the watched relay's lag and the watched consumers' delivery
+    /// counts (`http_server::watch_relay`, `http_server::watch_consumers`), for the dashboard:
+    /// the outbox panel's lag sparkline and the consumers' delivery rates. At least 1 ms: the
+    /// constructor refuses less.
+    std::chrono::milliseconds sample_interval = std::chrono::seconds{5};
+    /// How many samples the server keeps, dropping the oldest: 120 samples of 5 s draw the
+    /// last ten minutes. At least 2: the constructor refuses fewer.
+    std::size_t samples_kept = 120;
     /// Where the server reports what it does (one line per request, listen, refusals,
     /// warnings). Lines never contain the `Authorization` header, the token, or a query
     /// string. Called on the server's strand, except the constructor's warning; may be empty.

@@ -8,15 +8,20 @@
 #include <letterbox/event_sourcing/projection_batch.hpp>
 #include <letterbox/event_sourcing/projection_stats.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/ops/consumer_counts.hpp>
 #include <letterbox/ops/counter.hpp>
 #include <letterbox/ops/histogram.hpp>
 #include <letterbox/ops/metrics_registry.hpp>
 #include <letterbox/outbox/relay_event.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -61,6 +66,17 @@ public:
     /// For `consumer_options::on_event`: counts deliveries and how they were settled, dead
     /// letters by reason, and observes each handler run's duration.
     std::function<void(const consumer_event&)> consumer_observer();
+
+    /// Like `consumer_observer()`, and also counts the events under `name` (the consumer id, or
+    /// its queue), for `consumers()` and the dashboard's consumers panel
+    /// (`http_server::watch_consumers`). Observers made with the same name share their counts.
+    /// The metrics text is the same as with `consumer_observer()`: the families stay without
+    /// a consumer label.
+    std::function<void(const consumer_event&)> consumer_observer(std::string name);
+
+    /// The counts of every consumer named in `consumer_observer(name)`, in the order the names
+    /// were first given.
+    std::vector<consumer_counts> consumers() const;
 
     /// The outbox gauges (pending, parked, oldest pending age), read from `store.stats(now)`
     /// when the registry renders, `now` from `clock.wall_now()`. A store error renders `NaN`.
@@ -115,6 +131,23 @@ public:
 
 private:
     counter& dead_lettered(std::string_view reason);
+
+    // One named consumer's counts: atomics, so its observer counts without a lock. Kept in a
+    // deque, whose elements never move, so observers hold plain pointers to them.
+    struct consumer_tally {
+        explicit consumer_tally(std::string n)
+            : name(std::move(n)) {}
+        void count(consumer_event::kind k) noexcept;
+        consumer_counts snapshot() const;
+
+        const std::string name;
+        std::atomic<std::uint64_t> delivered{0}, acked{0}, failed{0}, rejected{0}, retried{0},
+            redelivered{0}, dead_lettered{0}, forward_failed{0};
+    };
+    consumer_tally& tally(std::string name);
+
+    mutable std::mutex consumers_mutex_;
+    std::deque<consumer_tally> consumers_;
 
     metrics_registry* registry_;
     counter *published_, *confirmed_, *returned_, *nacked_;

@@ -11,6 +11,7 @@
 
 #include <letterbox/ops/detail/impl/http_session.hpp>
 #include <letterbox/ops/detail/impl/server_state.hpp>
+#include <letterbox/ops/detail/impl/server_state_dashboard.hpp>
 #include <letterbox/ops/detail/impl/server_state_dlq.hpp>
 #include <letterbox/ops/detail/impl/server_state_outbox.hpp>
 #include <letterbox/ops/detail/impl/server_state_routes.hpp>

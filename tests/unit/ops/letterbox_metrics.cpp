@@ -5,6 +5,8 @@
 
 #include <letterbox/ops/letterbox_metrics.hpp>
 
+#include <letterbox/consumer_event.hpp>
+#include <letterbox/delivery.hpp>
 #include <letterbox/dlq/depth_gauge.hpp>
 #include <letterbox/dlq/depth_gauge_options.hpp>
 #include <letterbox/event_sourcing/projection_batch.hpp>
@@ -12,6 +14,7 @@
 #include <letterbox/in_memory_unit_of_work.hpp>
 #include <letterbox/inbox/in_memory_inbox_store.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/ops/consumer_counts.hpp>
 #include <letterbox/ops/metrics_registry.hpp>
 #include <letterbox/outbox/in_memory_outbox_store.hpp>
 #include <letterbox/recorded_event.hpp>
@@ -26,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -50,6 +54,58 @@ TEST_CASE("letterbox_metrics: every family is there before anything happened", "
           0);
     CHECK(prometheus_sample(text, "letterbox_handler_duration_seconds_count") == 0);
     CHECK(prometheus_sample(text, "letterbox_relay_confirm_latency_seconds_count") == 0);
+}
+
+TEST_CASE("letterbox_metrics: a named consumer observer counts per consumer and in the families",
+          "[ops][metrics]") {
+    using kind = letterbox::consumer_event::kind;
+    letterbox::ops::metrics_registry reg;
+    letterbox::ops::letterbox_metrics metrics(reg);
+    CHECK(metrics.consumers().empty());
+    auto billing = metrics.consumer_observer("billing");
+    auto shipping = metrics.consumer_observer("shipping");
+    auto billing_too = metrics.consumer_observer("billing"); // shares billing's counts
+    auto anonymous = metrics.consumer_observer();
+    letterbox::delivery d;
+    const auto feed = [&](auto& observer, kind k, std::string_view reason = {}) {
+        observer(letterbox::consumer_event{.what = k, .d = d, .reason = reason});
+    };
+    for (auto k : {kind::delivered, kind::handled, kind::acked, kind::delivered, kind::handled,
+                   kind::failed, kind::retried, kind::handled, kind::redelivered})
+        feed(billing, k);
+    feed(billing_too, kind::delivered);
+    feed(billing_too, kind::dead_lettered, "retries-exhausted");
+    feed(shipping, kind::delivered);
+    feed(shipping, kind::rejected, "boom");
+    feed(shipping, kind::forward_failed);
+    feed(anonymous, kind::delivered);
+
+    const auto counts = metrics.consumers();
+    REQUIRE(counts.size() == 2);
+    CHECK(counts[0] == letterbox::ops::consumer_counts{.consumer = "billing",
+                                                       .delivered = 3,
+                                                       .acked = 1,
+                                                       .failed = 1,
+                                                       .rejected = 0,
+                                                       .retried = 1,
+                                                       .redelivered = 1,
+                                                       .dead_lettered = 1,
+                                                       .forward_failed = 0});
+    CHECK(counts[1] == letterbox::ops::consumer_counts{.consumer = "shipping",
+                                                       .delivered = 1,
+                                                       .acked = 0,
+                                                       .failed = 0,
+                                                       .rejected = 1,
+                                                       .retried = 0,
+                                                       .redelivered = 0,
+                                                       .dead_lettered = 0,
+                                                       .forward_failed = 1});
+    // The families count every observer's events, with no consumer label.
+    const auto text = reg.render();
+    CHECK(prometheus_sample(text, "letterbox_delivered_total") == 5);
+    CHECK(prometheus_sample(text, "letterbox_dead_lettered_total{reason=\"retries-exhausted\"}") ==
+          1);
+    CHECK(text.find("consumer=") == std::string::npos);
 }
 
 TEST_CASE("letterbox_metrics: outbox and inbox gauges are read when rendered", "[ops][metrics]") {

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <letterbox/config.hpp>
+#include <letterbox/lint/finding.hpp>
 #include <letterbox/message.hpp>
+#include <letterbox/ops/consumer_counts.hpp>
+#include <letterbox/ops/detail/dashboard_samples.hpp>
 #include <letterbox/ops/detail/dlq_endpoint.hpp>
 #include <letterbox/ops/detail/outbox_endpoint.hpp>
 #include <letterbox/ops/detail/query_string.hpp>
@@ -10,6 +13,7 @@
 #include <letterbox/ops/detail/store_worker.hpp>
 #include <letterbox/ops/http_server_options.hpp>
 #include <letterbox/ops/readiness.hpp>
+#include <letterbox/outbox/relay_counters.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -139,6 +143,15 @@ public:
     void add_check(std::string name, std::function<readiness()> check) {
         checks_.emplace_back(std::move(name), std::move(check));
     }
+    /// Sampled on the strand (`relay_counters_source::counters()` is callable from any thread).
+    void set_relay(std::function<relay_counters()> read) { relay_ = std::move(read); }
+    /// Sampled on the strand (the counts are atomics).
+    void set_consumers(std::function<std::vector<consumer_counts>()> read) {
+        consumers_ = std::move(read);
+    }
+    using findings_fn = std::function<std::vector<lint::finding>()>;
+    /// Called on the store worker (it may be slow: a live broker's passive declares).
+    void set_topology_check(findings_fn check);
 
     std::error_code listen();
     boost::asio::ip::tcp::endpoint local_endpoint() const { return endpoint_; }
@@ -212,6 +225,18 @@ private:
     template <class Result>
     void call_store(const respond_fn& respond, std::function<Result(outbox_endpoint&)> work,
                     std::function<void(Result)> done);
+    /// `call_store` for any work: `what` names what is called in the 503s ("the outbox store"),
+    /// `why_late` says why it may be late and what to do.
+    template <class Result>
+    void call_worker(const respond_fn& respond, std::string_view what, std::string_view why_late,
+                     std::function<Result()> work, std::function<void(Result)> done);
+
+    // The dashboard's panels (server_state_dashboard.hpp).
+    void sample();
+    void schedule_sample();
+    void get_relay_lag(const respond_fn& respond) const;
+    void get_consumers(const respond_fn& respond) const;
+    void get_findings(const respond_fn& respond);
 
     strand_type strand_;
     http_server_options options_;
@@ -232,6 +257,11 @@ private:
     std::function<std::string()> metrics_;
     conversations_fn conversations_;
     std::vector<std::pair<std::string, std::function<readiness()>>> checks_;
+    std::function<relay_counters()> relay_;
+    std::function<std::vector<consumer_counts>()> consumers_;
+    findings_fn findings_;
+    boost::asio::steady_timer sampler_;
+    dashboard_samples samples_;
 };
 
 } // namespace letterbox::ops::detail
@@ -239,6 +269,7 @@ private:
 #if LETTERBOX_HEADER_ONLY
 #include <letterbox/ops/detail/impl/http_session.hpp>
 #include <letterbox/ops/detail/impl/server_state.hpp>
+#include <letterbox/ops/detail/impl/server_state_dashboard.hpp>
 #include <letterbox/ops/detail/impl/server_state_dlq.hpp>
 #include <letterbox/ops/detail/impl/server_state_outbox.hpp>
 #include <letterbox/ops/detail/impl/server_state_routes.hpp>

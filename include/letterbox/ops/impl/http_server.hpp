@@ -10,8 +10,10 @@
 #include <letterbox/ops/detail/dlq_endpoint.hpp>
 #include <letterbox/ops/detail/outbox_endpoint.hpp>
 
+#include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
@@ -58,6 +60,22 @@ inline void http_server::set_message_trail(const message_trail& trail) {
 inline void http_server::add_readiness_check(std::string name, std::function<readiness()> check) {
     check_not_listening();
     state_->add_check(std::move(name), std::move(check));
+}
+
+template <relay_counters_source Relay>
+void http_server::watch_relay(const Relay& relay) {
+    check_not_listening();
+    state_->set_relay([r = &relay]() -> relay_counters { return r->counters(); });
+}
+
+inline void http_server::watch_consumers(const letterbox_metrics& metrics) {
+    check_not_listening();
+    state_->set_consumers([m = &metrics] { return m->consumers(); });
+}
+
+inline void http_server::set_topology_check(std::function<std::vector<lint::finding>()> check) {
+    check_not_listening();
+    state_->set_topology_check(std::move(check));
 }
 
 inline std::error_code http_server::listen() {

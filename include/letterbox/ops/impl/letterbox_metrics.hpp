@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE::ops {
 
@@ -111,6 +115,73 @@ inline std::function<void(const consumer_event&)> letterbox_metrics::consumer_ob
             return forward_failed_->add();
         }
     };
+}
+
+inline void letterbox_metrics::consumer_tally::count(consumer_event::kind k) noexcept {
+    const auto add = [](std::atomic<std::uint64_t>& n) {
+        n.fetch_add(1, std::memory_order_relaxed);
+    };
+    switch (k) {
+    case consumer_event::kind::delivered:
+        return add(delivered);
+    case consumer_event::kind::handled:
+        return;
+    case consumer_event::kind::acked:
+        return add(acked);
+    case consumer_event::kind::failed:
+        return add(failed);
+    case consumer_event::kind::rejected:
+        return add(rejected);
+    case consumer_event::kind::retried:
+        return add(retried);
+    case consumer_event::kind::redelivered:
+        return add(redelivered);
+    case consumer_event::kind::dead_lettered:
+        return add(dead_lettered);
+    case consumer_event::kind::forward_failed:
+        return add(forward_failed);
+    }
+}
+
+inline consumer_counts letterbox_metrics::consumer_tally::snapshot() const {
+    const auto get = [](const std::atomic<std::uint64_t>& n) {
+        return n.load(std::memory_order_relaxed);
+    };
+    return consumer_counts{.consumer = name,
+                           .delivered = get(delivered),
+                           .acked = get(acked),
+                           .failed = get(failed),
+                           .rejected = get(rejected),
+                           .retried = get(retried),
+                           .redelivered = get(redelivered),
+                           .dead_lettered = get(dead_lettered),
+                           .forward_failed = get(forward_failed)};
+}
+
+inline letterbox_metrics::consumer_tally& letterbox_metrics::tally(std::string name) {
+    std::lock_guard lock(consumers_mutex_);
+    for (auto& t : consumers_)
+        if (t.name == name)
+            return t;
+    return consumers_.emplace_back(std::move(name));
+}
+
+inline std::function<void(const consumer_event&)>
+letterbox_metrics::consumer_observer(std::string name) {
+    auto* t = &tally(std::move(name));
+    return [all = consumer_observer(), t](const consumer_event& e) {
+        all(e);
+        t->count(e.what);
+    };
+}
+
+inline std::vector<consumer_counts> letterbox_metrics::consumers() const {
+    std::lock_guard lock(consumers_mutex_);
+    std::vector<consumer_counts> out;
+    out.reserve(consumers_.size());
+    for (const auto& t : consumers_)
+        out.push_back(t.snapshot());
+    return out;
 }
 
 template <outbox_store Store, clock Clock>

@@ -33,12 +33,21 @@ LETTERBOX_DECL server_state::server_state(boost::asio::any_io_executor ex, http_
     , options_(std::move(o))
     , address_(route::parse_listen_address(options_.address))
     , acceptor_(strand_)
-    , retry_(strand_) {
+    , retry_(strand_)
+    , sampler_(strand_)
+    , samples_(options_.samples_kept) {
     const auto shown = address_.to_string();
     const bool loopback = route::is_loopback(address_);
     if (options_.max_connections == 0)
         throw letterbox::error(errc::invalid_argument,
                                "http_server_options::max_connections must be at least 1");
+    if (options_.sample_interval < std::chrono::milliseconds{1})
+        throw letterbox::error(errc::invalid_argument,
+                               "http_server_options::sample_interval must be at least 1 ms");
+    if (options_.samples_kept < 2)
+        throw letterbox::error(errc::invalid_argument,
+                               "http_server_options::samples_kept must be at least 2 (a "
+                               "sparkline and a rate need two samples)");
     if (options_.loopback_reads_without_token && !loopback)
         throw letterbox::error(errc::invalid_argument,
                                "http_server_options::loopback_reads_without_token is only for a "
@@ -88,6 +97,8 @@ LETTERBOX_DECL std::error_code server_state::listen() {
     log("ops http: listening on " + endpoint_.address().to_string() + ":" +
         std::to_string(endpoint_.port()));
     boost::asio::dispatch(strand_, [self = shared_from_this()] { self->accept(); });
+    if (relay_ || consumers_)
+        boost::asio::dispatch(strand_, [self = shared_from_this()] { self->sample(); });
     return {};
 }
 
@@ -212,6 +223,7 @@ LETTERBOX_DECL void server_state::close_all() {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     retry_.cancel();
+    sampler_.cancel();
     std::vector<std::shared_ptr<http_session>> live;
     for (auto& [id, weak] : sessions_)
         if (auto s = weak.lock())
@@ -224,6 +236,13 @@ LETTERBOX_DECL void server_state::set_outbox(std::shared_ptr<outbox_endpoint> e)
     outbox_ = std::move(e);
     // Two threads: a write blocked on a locked database does not hold up the reads, which
     // SQLite's WAL serves without the lock.
+    if (!store_worker_)
+        store_worker_ = std::make_shared<store_worker>(2);
+}
+
+LETTERBOX_DECL void server_state::set_topology_check(findings_fn check) {
+    findings_ = std::move(check);
+    // The check may be slow (a live broker's passive declares): it runs on the store worker.
     if (!store_worker_)
         store_worker_ = std::make_shared<store_worker>(2);
 }

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,13 +58,25 @@ template <class Result>
 void server_state::call_store(const respond_fn& respond,
                               std::function<Result(outbox_endpoint&)> work,
                               std::function<void(Result)> done) {
+    call_worker<Result>(
+        respond, "the outbox store",
+        "the database may be locked by another process. The operation may still complete: GET "
+        "/outbox shows the rows as they are",
+        [endpoint = outbox_, work = std::move(work)] { return work(*endpoint); }, std::move(done));
+}
+
+template <class Result>
+void server_state::call_worker(const respond_fn& respond, std::string_view what,
+                               std::string_view why_late, std::function<Result()> work,
+                               std::function<void(Result)> done) {
     // More calls than this waiting means the store is stuck: say so at once instead of
     // queueing more behind it.
     constexpr std::size_t max_store_calls = 8;
+    const std::string name(what);
     if (store_calls_ >= max_store_calls)
         return respond(
             route::busy("store_busy", std::to_string(store_calls_) +
-                                          " outbox store calls are still running (the database may "
+                                          " store calls are still running (the outbox database may "
                                           "be locked by another process); try again"));
     struct call {
         bool answered = false;
@@ -74,40 +87,38 @@ void server_state::call_store(const respond_fn& respond,
     auto c = std::make_shared<call>(strand_);
     c->timer.expires_after(options_.store_timeout);
     c->timer.async_wait(
-        [c, respond, timeout = options_.store_timeout](boost::system::error_code ec) {
+        [c, respond,
+         late = name + " did not answer within " + std::to_string(options_.store_timeout.count()) +
+                " ms (store_timeout): " + std::string(why_late)](boost::system::error_code ec) {
             if (ec || c->answered)
                 return;
             c->answered = true;
-            respond(route::busy(
-                "store_busy",
-                "the outbox store did not answer within " + std::to_string(timeout.count()) +
-                    " ms (store_timeout): the database may be locked by another process. The "
-                    "operation may still complete: GET /outbox shows the rows as they are"));
+            respond(route::busy("store_busy", late));
         });
     ++store_calls_;
-    auto task = [self = shared_from_this(), endpoint = outbox_, work = std::move(work),
-                 done = std::move(done), respond, c]() mutable {
+    auto task = [self = shared_from_this(), work = std::move(work), done = std::move(done), respond,
+                 c, name]() mutable {
         std::optional<Result> r;
         try {
-            r.emplace(work(*endpoint));
+            r.emplace(work());
         } catch (...) {
         }
         // Everything that leads back to the server moves into the handler posted to the
         // strand: nothing of it is released on this thread (see store_worker).
         auto ex = self->strand_;
         boost::asio::post(ex, [self = std::move(self), done = std::move(done),
-                               respond = std::move(respond), c = std::move(c),
-                               r = std::move(r)]() mutable {
+                               respond = std::move(respond), c = std::move(c), r = std::move(r),
+                               name = std::move(name)]() mutable {
             --self->store_calls_;
             c->timer.cancel();
             if (c->answered) {
-                self->log("ops http: an outbox store call completed after its request got 503");
+                self->log("ops http: a call of " + name + " completed after its request got 503");
                 return;
             }
             c->answered = true;
             if (!r)
                 return respond(error_response(status::internal_server_error, "store_error",
-                                              "the outbox store call failed"));
+                                              name + " call failed"));
             done(std::move(*r));
         });
     };

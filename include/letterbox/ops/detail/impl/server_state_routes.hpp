@@ -126,6 +126,21 @@ LETTERBOX_DECL void server_state::handle(const std::shared_ptr<http_session>& s,
             return respond(route::method_not_allowed("GET"));
         return get_outbox(*target, respond);
     }
+    if (seg[0] == "outbox" && seg.size() == 2 && seg[1] == "lag") {
+        if (!get)
+            return respond(route::method_not_allowed("GET"));
+        return get_relay_lag(respond);
+    }
+    if (seg[0] == "consumers" && seg.size() == 1) {
+        if (!get)
+            return respond(route::method_not_allowed("GET"));
+        return get_consumers(respond);
+    }
+    if (seg[0] == "topology" && seg.size() == 2 && seg[1] == "findings") {
+        if (!get)
+            return respond(route::method_not_allowed("GET"));
+        return get_findings(respond);
+    }
     if (seg[0] == "outbox" && seg.size() == 3 && seg[2] == "retry") {
         if (method != http::verb::post)
             return respond(route::method_not_allowed("POST"));
@@ -140,7 +155,8 @@ LETTERBOX_DECL void server_state::handle(const std::shared_ptr<http_session>& s,
     }
     respond(error_response(status::not_found, "not_found",
                            "no such resource: see /health, /metrics, /queues, /dlq/{queue}, "
-                           "/outbox, /conversations/{id}"));
+                           "/outbox, /outbox/lag, /consumers, /topology/findings, "
+                           "/conversations/{id}"));
 }
 
 // DNS rebinding: a web page whose name the attacker points at this server's address is the
