@@ -15,6 +15,10 @@
 // 2. The ring runs on the in-memory RabbitMQ model, once per profile: a message is rejected in
 //    q1 on each lap and expires through q2 and q3. On the 3.10 profile it comes back once and
 //    then vanishes, as the lint predicted; on 4.0 it comes back on every lap.
+// 3. The same check when a pipeline is built: a receive endpoint on quorum queues, with
+//    `topology_check` on, on a broker of each version. On 4.0 it is refused (its dead-letter
+//    queue would drop what it holds after 20 returns, LB-QQ-DELIVERY-LIMIT-DEFAULT); given the
+//    broker's `delivery-limit: -1` policy on the dead-letter queues, it starts.
 //
 // The program checks its own outcome and exits non-zero, with `MISMATCH: ...` on stderr, when
 // it is wrong.
@@ -22,12 +26,14 @@
 // Run: build/release/examples/example_21_topology_lint
 #include <letterbox/letterbox.hpp>
 #include <letterbox/lint.hpp>
+#include <letterbox/receive_endpoint.hpp>
 #include <letterbox/transport/in_memory.hpp>
 #include <letterbox/virtual_clock.hpp>
 
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -167,6 +173,29 @@ int laps_survived(const in_memory::broker_profile& profile, int laps) {
     return back;
 }
 
+// Part 3: builds a quorum receive endpoint's consumer with the topology check on, on a broker
+// of `profile`; returns what happened.
+std::string build_endpoint(const in_memory::broker_profile& profile,
+                           const std::vector<lint::policy>& policies) {
+    boost::asio::io_context io;
+    letterbox::virtual_clock clock;
+    in_memory::broker broker(io.get_executor(), clock, in_memory::broker_options{profile, {}});
+    in_memory::transport transport(broker);
+    //[endpoint_check
+    auto orders = letterbox::receive_endpoint(
+        transport, clock,
+        {.queue = "orders",
+         .quorum = topology::quorum_options{},
+         .topology_check = {.check = lint::check_topology, .policies = policies}});
+    try {
+        auto worker = orders.consume([](const letterbox::message&) {});
+        return "consumer built";
+    } catch (const letterbox::error& e) {
+        return std::string("refused: ") + e.what();
+    }
+    //]
+}
+
 } // namespace
 
 int main() {
@@ -194,6 +223,24 @@ int main() {
     std::cout << "RabbitMQ 4.0: the message came back " << back40 << " time(s) in 5 laps\n";
     expect(back310 == 1, "on 3.10 the message did not vanish on the second lap");
     expect(back40 == 4, "on 4.0 the message did not come back on every lap");
+
+    std::cout << "3. Build a quorum receive endpoint with the topology check\n";
+    const auto on310 = build_endpoint(v310, {});
+    const auto on40 = build_endpoint(v40, {});
+    lint::policy unlimited;
+    unlimited.name = "dead-letter-queues";
+    unlimited.pattern = "\\.dlq$";
+    unlimited.apply_to = "quorum_queues";
+    unlimited.definition.set("delivery-limit", std::int64_t{-1});
+    const auto on40_with_policy = build_endpoint(v40, {unlimited});
+    std::cout << "RabbitMQ 3.10: " << on310 << "\n"
+              << "RabbitMQ 4.0: " << on40.substr(0, on40.find(':', 40)) << "\n"
+              << "RabbitMQ 4.0 with a delivery-limit -1 policy on *.dlq: " << on40_with_policy
+              << "\n";
+    expect(on310 == "consumer built", "the endpoint was refused on 3.10");
+    expect(on40.find("LB-QQ-DELIVERY-LIMIT-DEFAULT") != std::string::npos,
+           "the endpoint was not refused on 4.0");
+    expect(on40_with_policy == "consumer built", "the endpoint was refused despite the policy");
     return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
@@ -211,3 +258,7 @@ int main() {
 //   2\. Run the ring on the in-memory model, 5 laps
 //   RabbitMQ 3\.10: the message came back 1 time\(s\), then vanished
 //   RabbitMQ 4\.0: the message came back 4 time\(s\) in 5 laps
+//   3\. Build a quorum receive endpoint with the topology check
+//   RabbitMQ 3\.10: consumer built
+//   RabbitMQ 4\.0: refused: receive_endpoint 'orders': the topology check refuses it
+//   RabbitMQ 4\.0 with a delivery-limit -1 policy on \*\.dlq: consumer built

@@ -6,6 +6,10 @@
 #include <letterbox/config.hpp>
 #include <letterbox/consumer.hpp>
 #include <letterbox/consumer_event.hpp>
+#include <letterbox/lint/broker_topology.hpp>
+#include <letterbox/lint/consumer_settings.hpp>
+#include <letterbox/lint/detail/apply_topology_check.hpp>
+#include <letterbox/lint/topology_check_options.hpp>
 #include <letterbox/middleware/compose.hpp>
 #include <letterbox/middleware/dead_letter.hpp>
 #include <letterbox/middleware/idempotent.hpp>
@@ -15,9 +19,11 @@
 #include <letterbox/topology/quorum_options.hpp>
 #include <letterbox/topology/retry_topology.hpp>
 #include <letterbox/transport/async_declare_all.hpp>
+#include <letterbox/transport/in_memory/broker_profile.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -25,6 +31,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace letterbox::inline LETTERBOX_ABI_NAMESPACE {
 
@@ -46,6 +53,9 @@ struct receive_endpoint_options {
     /// Quorum queues for the work, retry and dead-letter queues (`retry_topology::quorum`);
     /// `std::nullopt` (the default): classic queues.
     std::optional<topology::quorum_options> quorum{};
+    /// The topology check `consume` runs (`lint::topology_check_options`): off unless its `check`
+    /// is set, e.g. to `lint::check_topology`.
+    lint::topology_check_options topology_check{};
 };
 
 namespace detail {
@@ -135,9 +145,13 @@ public:
     /// A consumer of the queue that runs `handler` (a `handler`: no inbox) inside the layers.
     template <class Handler>
     auto consume(Handler handler) const {
+        std::optional<std::chrono::milliseconds> retention;
+        if constexpr (requires { handler.retention(); })
+            retention = handler.retention();
         auto pipeline = std::apply(
             [&](auto... layers) { return middleware::compose(std::move(handler), layers...); },
             layers());
+        check_topology(retention); // after compose's own dedup-window check
         return consumer<Transport, decltype(pipeline), Clock>(
             *transport_, std::move(pipeline), *clock_,
             {.consume = {.queue = options_.queue, .prefetch = options_.prefetch},
@@ -166,6 +180,37 @@ private:
         , options_(from.options_)
         , retry_(std::move(retry))
         , redelivery_(std::move(redelivery)) {}
+
+    // The topology check of `options_.topology_check`, if it has one: the endpoint's queues and
+    // what its consumer does (dead-letters itself, after the retry queues, with `retention`).
+    void check_topology(std::optional<std::chrono::milliseconds> retention) const {
+        const auto& tc = options_.topology_check;
+        if (!tc.check)
+            return;
+        const auto topo = topology();
+        lint::broker_topology t;
+        t.queues = topo.queues();
+        t.policies = tc.policies;
+        lint::consumer_settings c;
+        c.queue = options_.queue;
+        c.failures = lint::failure_handling::publish_to_dead_letter_queue;
+        for (const auto d : topo.delays)
+            c.retry_queues.push_back(topo.retry_queue_name(d));
+        c.inbox_retention = retention;
+        c.redelivery_horizon = std::apply(
+            [](const auto&... l) { return middleware::redelivery_horizon(l...); }, layers());
+        std::vector<in_memory::broker_profile> profiles;
+        if (tc.profile)
+            profiles.push_back(*tc.profile);
+        else if (auto p = lint::detail::transport_profile(*transport_))
+            profiles.push_back(*p);
+        else {
+            const auto all = in_memory::broker_profile::known();
+            profiles.assign(all.begin(), all.end());
+        }
+        lint::detail::apply_topology_check(tc, t, c, profiles,
+                                           "receive_endpoint '" + options_.queue + "'");
+    }
 
     // The layers the policies ask for, as a tuple for `compose`.
     auto layers() const {

@@ -76,6 +76,11 @@ public:
 
     executor_type get_executor() const { return state_->executor(); }
 
+    /// The RabbitMQ version its broker models (`broker_options::profile`), as an
+    /// `amqp::transport` tells the version of its broker (`broker()`): what the topology check of
+    /// a `receive_endpoint` assumes.
+    const broker_profile& profile() const noexcept { return state_->profile(); }
+
     template <class Token>
     auto async_declare(const topology::exchange& x, Token&& token) {
         return run(std::forward<Token>(token), [x](auto& s) { return s.declare(x); });

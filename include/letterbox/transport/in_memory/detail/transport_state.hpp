@@ -57,6 +57,7 @@ public:
     ~transport_state();
 
     boost::asio::any_io_executor executor() const { return broker_->get_executor(); }
+    const broker_profile& profile() const noexcept { return broker_->profile(); }
 
     void start() { connect(); }
 
