@@ -24,7 +24,7 @@
 #include <letterbox/detail/rfc3339.hpp>
 #include <letterbox/headers.hpp>
 #include <letterbox/in_memory_unit_of_work.hpp>
-#include <letterbox/lint/finding.hpp>
+#include <letterbox/lint.hpp>
 #include <letterbox/lint/severity.hpp>
 #include <letterbox/message.hpp>
 #include <letterbox/ops/letterbox_metrics.hpp>
@@ -285,32 +285,32 @@ struct wavy_relay {
     }
 };
 
+/// What the lint finds in a small topology (lint::check_topology for RabbitMQ 3.10): an error, a
+/// warning and a note.
 std::vector<letterbox::lint::finding> findings() {
-    using letterbox::lint::severity;
-    return {
-        {.level = severity::warning,
-         .code = "LB-QQ-DELIVERY-LIMIT",
-         .objects = {"queue 'invoices.dlq'"},
-         .versions = {"4.0", "4.3"},
-         .why = "Quorum queues get a delivery limit of 20 by default from 4.0 on: a message "
-                "returned 20 times is dead-lettered, or dropped without a dead-letter exchange.",
-         .fix = "Set delivery-limit to -1 on dead-letter queues with a policy."},
-        {.level = severity::error,
-         .code = "LB-DLX-RING",
-         .objects = {"queue 'invoices.retry'", "queue 'invoices.work'"},
-         .versions = {"3.10"},
-         .why = "RabbitMQ 3.10 reorders x-death, sees a false cycle and drops the message on the "
-                "second lap of a reject, expire, expire ring.",
-         .fix = "Dead-letter the retry queue into a parking queue, not back into the work "
-                "queue."},
-        // Markup in a finding (topology names come from files and brokers) stays text.
-        {.level = severity::info,
-         .code = "LB-CLASSIC-REQUEUE",
-         .objects = {"queue '<img src=x onerror=\"window.pwned=2\">'"},
-         .versions = {"3.10", "3.13", "4.0", "4.3"},
-         .why = "A requeue loop on a classic queue has no limit: a poison message spins.",
-         .fix = "Use a quorum queue with a delivery limit, or dead-letter after a few attempts."},
-    };
+    namespace lint = letterbox::lint;
+    // A dead-letter exchange nobody declared (an error), under a name with markup: names come
+    // from files and brokers, and stay text.
+    letterbox::topology::queue work;
+    work.name = "invoices.work<img src=x onerror=\"window.pwned=2\">";
+    work.arguments.set("x-dead-letter-exchange", std::string("invoices.dlx"));
+    // reject-publish-dlx on a quorum queue runs as drop-head (a warning).
+    letterbox::topology::queue audit;
+    audit.name = "invoices.audit";
+    audit.arguments.set("x-queue-type", std::string("quorum"));
+    audit.arguments.set("x-overflow", std::string("reject-publish-dlx"));
+    audit.arguments.set("x-max-length", std::int64_t{1000});
+    audit.arguments.set("x-dead-letter-exchange", std::string(""));
+    audit.arguments.set("x-dead-letter-routing-key", std::string("invoices.parking"));
+    letterbox::topology::queue parking;
+    parking.name = "invoices.parking";
+    // A TTL without a dead-letter exchange: what expires is dropped (a note).
+    letterbox::topology::queue cache;
+    cache.name = "invoices.cache";
+    cache.arguments.set("x-message-ttl", std::int64_t{60000});
+    lint::broker_topology t;
+    t.queues = {work, audit, parking, cache};
+    return lint::check_topology(t, letterbox::in_memory::broker_profile::rabbitmq_3_10());
 }
 
 /// Where the screenshot goes: LETTERBOX_DASHBOARD_SCREENSHOT when set (to refresh the docs),
@@ -563,17 +563,17 @@ TEST_CASE("dashboard: every panel shows what the server knows", "[integration][o
             browser.wait_for("document.querySelectorAll('#lint tr[data-code]').length === 3", 20s));
         CHECK(browser.evaluate("[...document.querySelectorAll('#lint tr[data-code]')]"
                                ".map(r => r.dataset.code)") ==
-              nlohmann::json::array({"LB-DLX-RING", "LB-QQ-DELIVERY-LIMIT", "LB-CLASSIC-REQUEUE"}));
-        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-DLX-RING\"] "
+              nlohmann::json::array({"LB-DLX-MISSING", "LB-QQ-OVERFLOW-DLX", "LB-DLX-NONE"}));
+        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-DLX-MISSING\"] "
                                ".badge').className") == "badge error");
-        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-DLX-RING\"] "
+        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-DLX-MISSING\"] "
                                ".badge').textContent") == "error");
         CHECK(browser.evaluate("[...document.querySelectorAll('#lint "
-                               "tr[data-code=\"LB-QQ-DELIVERY-LIMIT\"] .versions div')]"
+                               "tr[data-code=\"LB-QQ-OVERFLOW-DLX\"] .versions div')]"
                                ".map(d => d.textContent)") ==
-              nlohmann::json::array({"4.0", "4.3"}));
-        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-DLX-RING\"] "
-                               ".fix').textContent") == findings()[1].fix);
+              nlohmann::json::array({"3.10", "3.13.0", "3.13", "4.0", "4.3"}));
+        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-DLX-MISSING\"] "
+                               ".fix').textContent") == findings()[0].fix);
         CHECK(browser.evaluate("document.querySelector('#lint-note').textContent"
                                ".startsWith('1 error, 1 warning, 1 note')") == true);
     }
@@ -582,7 +582,7 @@ TEST_CASE("dashboard: every panel shows what the server knows", "[integration][o
         REQUIRE(
             browser.wait_for("document.querySelectorAll('#lint tr[data-code]').length === 3", 20s));
         CHECK(browser.evaluate(row_of(paid_id) + ".cells[0].textContent.includes('<img')") == true);
-        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-CLASSIC-REQUEUE\"] "
+        CHECK(browser.evaluate("document.querySelector('#lint tr[data-code=\"LB-DLX-MISSING\"] "
                                ".objects').textContent.includes('<img')") == true);
         CHECK(browser.evaluate("document.querySelectorAll('img').length") == 0);
         CHECK(browser.evaluate("typeof window.pwned") == "undefined");
