@@ -468,6 +468,80 @@ trace x_death_history(World& w, const std::string& prefix) {
     return out;
 }
 
+/// The topology lint's dead-letter traps (docs/topology-lint.md), as RabbitMQ 3.10 runs them.
+/// LB-DLX-RING (§0.3 7, DLX-06): a reject -> expire -> expire ring brings the message back
+/// after its first lap and drops it on the second. LB-DLX-CYCLE: in a ring of queues that only
+/// expire, the message is dropped on its way back into the first. LB-DLX-MISSING: a dead letter
+/// to an exchange that does not exist is dropped. LB-DLX-UNROUTABLE: one that its exchange
+/// routes nowhere is dropped, while one with a bound key arrives.
+template <class World>
+trace lint_dead_letter_traps(World& w, const std::string& prefix) {
+    using std::chrono::milliseconds;
+    trace out;
+    session s(w, prefix, out);
+    const auto q1 = s.name("ring-q1");
+    const auto q2 = s.name("ring-q2");
+    const auto q3 = s.name("ring-q3");
+    auto a2 = dead_lettering_to("", q3, queue_type::classic);
+    a2.message_ttl = milliseconds{20};
+    auto a3 = dead_lettering_to("", q1, queue_type::classic);
+    a3.message_ttl = milliseconds{20};
+    s.declare_queue(q1, dead_lettering_to("", q2, queue_type::classic));
+    s.declare_queue(q2, a2);
+    s.declare_queue(q3, a3);
+    s.publish("", q1, "ring");
+    for (int lap = 1; lap <= 2; ++lap) {
+        s.await_depth(q1, 1);
+        auto d = s.get(q1);
+        REQUIRE(d);
+        s.reject(*d, false);
+    }
+    s.world().pause(milliseconds{400}); // both expiries of lap 2 are long over
+    s.depth(q1);
+    s.depth(q2);
+    s.depth(q3);
+
+    const auto c1 = s.name("cycle-c1");
+    const auto c2 = s.name("cycle-c2");
+    auto b1 = dead_lettering_to("", c2, queue_type::classic);
+    b1.message_ttl = milliseconds{20};
+    auto b2 = dead_lettering_to("", c1, queue_type::classic);
+    b2.message_ttl = milliseconds{20};
+    s.declare_queue(c1, b1);
+    s.declare_queue(c2, b2);
+    s.publish("", c1, "cycle");
+    s.world().pause(milliseconds{400});
+    s.depth(c1);
+    s.depth(c2);
+
+    const auto lost = s.name("missing-dlx");
+    s.declare_queue(lost, dead_lettering_to(s.name("no-such-exchange"), "k", queue_type::classic));
+    s.publish("", lost, "to a missing exchange");
+    if (auto d = s.get(lost))
+        s.reject(*d, false);
+    s.depth(lost);
+
+    const auto dlx = s.name("routes-one-key");
+    const auto sink = s.name("sink");
+    s.declare_exchange(dlx, exchange_type::direct);
+    s.declare_queue(sink);
+    s.bind(sink, dlx, "bound");
+    const auto unroutable = s.name("unroutable-dlx");
+    const auto routable = s.name("routable-dlx");
+    s.declare_queue(unroutable, dead_lettering_to(dlx, "not-bound", queue_type::classic));
+    s.declare_queue(routable, dead_lettering_to(dlx, "bound", queue_type::classic));
+    s.publish("", unroutable, "routed nowhere");
+    s.publish("", routable, "routed");
+    for (const auto& q : {unroutable, routable})
+        if (auto d = s.get(q))
+            s.reject(*d, false);
+    s.await_depth(sink, 1);
+    s.drain(sink);
+    s.depth(unroutable);
+    s.close();
+    return out;
+}
+
 // ---- TTL and length limits -------------------------------------------------------------------
 
 /// DLX-25/26, RMQ-TTL-02/03/05: a queue TTL dead-letters with reason expired and no
@@ -1745,6 +1819,12 @@ TEST_CASE("differential: dead-lettering of rejected messages and x-death agree w
 TEST_CASE("differential: x-death counts and order over cycles and chains agree with RabbitMQ",
           "[.integration][amqp][differential]") {
     compare("x-death", LETTERBOX_DIFFERENTIAL(x_death_history));
+}
+
+TEST_CASE("differential: the dead-letter traps of the topology lint lose the message as on "
+          "RabbitMQ 3.10",
+          "[.integration][amqp][differential]") {
+    compare("lint-traps", LETTERBOX_DIFFERENTIAL(lint_dead_letter_traps));
 }
 
 TEST_CASE("differential: queue and message TTL agree with RabbitMQ",
