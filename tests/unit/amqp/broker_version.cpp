@@ -87,21 +87,6 @@ struct client_loop {
     }
 };
 
-/// Answers the client's connection.close and waits for it to drop the socket.
-bool serve_close(amqp_test::scripted_server& s) {
-    auto m = s.read_method();
-    return m && std::holds_alternative<codec::connection_close>(*m) &&
-           s.send_method(codec::connection_close_ok{}) && s.wait_for_eof();
-}
-
-std::error_code close_transport(client_loop& c, letterbox::amqp::transport& t) {
-    std::optional<std::error_code> closed;
-    t.async_close([&](std::error_code ec) { closed = ec; });
-    if (!c.run_until([&] { return closed.has_value(); }))
-        return make_error_code(letterbox::errc::timed_out);
-    return *closed;
-}
-
 } // namespace
 
 TEST_CASE("broker_info reads RabbitMQ's product and version and picks the version's profile",
@@ -166,7 +151,8 @@ TEST_CASE("amqp connection: info names the broker that connection.start announce
     amqp_test::scripted_server server;
     server.server_properties_ = rabbitmq("3.12.14");
     std::optional<bool> served;
-    std::jthread server_thread([&] { served = server.handshake(tune) && serve_close(server); });
+    std::jthread server_thread(
+        [&] { served = server.handshake(tune) && amqp_test::serve_close(server); });
     amqp_test::client c;
     REQUIRE(c.connect(server.port()) == std::error_code{});
     std::optional<letterbox::amqp::connection::info> info;
@@ -192,7 +178,8 @@ TEST_CASE("amqp transport: broker() gives the version and profile of connection.
     amqp_test::scripted_server server;
     server.server_properties_ = rabbitmq("4.0.5");
     std::optional<bool> served;
-    std::jthread server_thread([&] { served = server.handshake(tune) && serve_close(server); });
+    std::jthread server_thread(
+        [&] { served = server.handshake(tune) && amqp_test::serve_close(server); });
 
     client_loop c;
     letterbox::amqp::transport t(c.io.get_executor(), amqp_test::loopback_url(server.port()),
@@ -216,7 +203,7 @@ TEST_CASE("amqp transport: broker() gives the version and profile of connection.
     CHECK(ready.ok);
     CHECK(ready.detail == "connected to RabbitMQ 4.0.5 (broker profile 4.0)");
 
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
     // Kept after the connection is gone: the broker the pipeline last talked to.
     CHECK(t.broker()->version == "4.0.5");
     CHECK(check().detail == "not connected to the broker");
@@ -230,7 +217,8 @@ TEST_CASE("amqp transport: a broker that announces no version gets the 3.10 base
     amqp_test::scripted_server server;
     server.server_properties_ = field_table{{"product", std::string("RabbitMQ")}};
     std::optional<bool> served;
-    std::jthread server_thread([&] { served = server.handshake(tune) && serve_close(server); });
+    std::jthread server_thread(
+        [&] { served = server.handshake(tune) && amqp_test::serve_close(server); });
 
     client_loop c;
     auto options = c.options();
@@ -254,7 +242,7 @@ TEST_CASE("amqp transport: a broker that announces no version gets the 3.10 base
     CHECK(ready.ok); // the broker works: the warning does not make the pipeline unready
     CHECK(ready.detail ==
           "connected to RabbitMQ of an unknown version (broker profile 3.10); warning: " + note);
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
     server_thread.join();
     CHECK(served == true);
 }
@@ -276,7 +264,7 @@ TEST_CASE("amqp transport: after a failover to a node of another version, broker
         while (!drop_first.load())
             std::this_thread::sleep_for(1ms);
         first.reset(); // the node dies: its socket closes under the connection
-        closed_cleanly = second.handshake(tune) && serve_close(second);
+        closed_cleanly = second.handshake(tune) && amqp_test::serve_close(second);
     });
 
     client_loop c;
@@ -297,7 +285,7 @@ TEST_CASE("amqp transport: after a failover to a node of another version, broker
                                   " is RabbitMQ 4.3.1 (broker profile 4.3), and the previous "
                                   "connection's was RabbitMQ 3.10.8 (broker profile 3.10)");
     CHECK(t.broker()->profile.name == "4.3");
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
     server_thread.join();
     CHECK(first_served == true);
     CHECK(closed_cleanly == true);
@@ -309,7 +297,8 @@ TEST_CASE("amqp transport: the broker version example of docs/amqp.md compiles a
     amqp_test::scripted_server server;
     server.server_properties_ = rabbitmq("3.13.7");
     std::optional<bool> served;
-    std::jthread server_thread([&] { served = server.handshake(tune) && serve_close(server); });
+    std::jthread server_thread(
+        [&] { served = server.handshake(tune) && amqp_test::serve_close(server); });
     client_loop c;
     auto& io = c.io;
     const auto u = amqp_test::loopback_url(server.port());
@@ -334,7 +323,7 @@ TEST_CASE("amqp transport: the broker version example of docs/amqp.md compiles a
     CHECK(log == std::vector<std::string>{"connected to RabbitMQ 3.13.7 (broker profile 3.13) at " +
                                           u.endpoints().front().to_string()});
     CHECK(t.broker()->profile.client_x_death_is_history);
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
     server_thread.join();
     CHECK(served == true);
 }

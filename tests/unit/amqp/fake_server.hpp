@@ -274,4 +274,23 @@ struct client {
     }
 };
 
+/// Answers the client's connection.close and waits for it to drop the socket.
+inline bool serve_close(scripted_server& s) {
+    namespace codec = letterbox::amqp::codec;
+    auto m = s.read_method();
+    return m && std::holds_alternative<codec::connection_close>(*m) &&
+           s.send_method(codec::connection_close_ok{}) && s.wait_for_eof();
+}
+
+/// Closes the transport `t` and runs `c` (a loop with `run_until`) until it is closed: the
+/// close's error, or `timed_out`.
+template <class Loop, class Transport>
+std::error_code close_transport(Loop& c, Transport& t) {
+    std::optional<std::error_code> closed;
+    t.async_close([&](std::error_code ec) { closed = ec; });
+    if (!c.run_until([&] { return closed.has_value(); }))
+        return make_error_code(letterbox::errc::timed_out);
+    return *closed;
+}
+
 } // namespace amqp_test

@@ -145,21 +145,6 @@ std::optional<std::string> serve_queue_declare(amqp_test::scripted_server& s) {
     return declare->queue;
 }
 
-/// Answers the client's connection.close and waits for it to drop the socket.
-bool serve_close(amqp_test::scripted_server& s) {
-    auto m = s.read_method();
-    return m && std::holds_alternative<codec::connection_close>(*m) &&
-           s.send_method(codec::connection_close_ok{}) && s.wait_for_eof();
-}
-
-std::error_code close_transport(client_loop& c, letterbox::amqp::transport& t) {
-    std::optional<std::error_code> closed;
-    t.async_close([&](std::error_code ec) { closed = ec; });
-    if (!c.run_until([&] { return closed.has_value(); }))
-        return make_error_code(errc::timed_out);
-    return *closed;
-}
-
 } // namespace
 
 TEST_CASE("amqp transport: with a fixed seed, connects try the endpoints in the seeded order, "
@@ -225,7 +210,7 @@ TEST_CASE("amqp transport: with a fixed seed, connects try the endpoints in the 
         CHECK(gap(i) < 1000ms);
     }
     CHECK(gap(3) >= 1500ms);
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
 }
 
 TEST_CASE("amqp transport: a refused endpoint fails over to the next at once, and "
@@ -235,7 +220,8 @@ TEST_CASE("amqp transport: a refused endpoint fails over to the next at once, an
     const auto refused = closed_port();
     const auto u = loopback_endpoints({refused, server.port()});
     std::optional<bool> served;
-    std::jthread server_thread([&] { served = server.handshake(tune) && serve_close(server); });
+    std::jthread server_thread(
+        [&] { served = server.handshake(tune) && amqp_test::serve_close(server); });
 
     client_loop c;
     letterbox::amqp::transport t(c.io.get_executor(), u, no_backoff_in_time());
@@ -243,7 +229,7 @@ TEST_CASE("amqp transport: a refused endpoint fails over to the next at once, an
     // The backoff is a minute: connecting in time means the refused endpoint cost none.
     REQUIRE(c.run_until([&] { return t.is_connected(); }));
     CHECK(t.connected_endpoint() == endpoint{"127.0.0.1", server.port()});
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
     CHECK_FALSE(t.connected_endpoint());
     server_thread.join();
     CHECK(served == true);
@@ -266,7 +252,7 @@ TEST_CASE("amqp transport: a lost connection moves on to the next endpoint at on
         first.reset(); // the node dies: its socket closes under the connection
         if (second.handshake(tune)) {
             declared_second = serve_queue_declare(second);
-            closed_cleanly = serve_close(second);
+            closed_cleanly = amqp_test::serve_close(second);
         }
     });
 
@@ -282,7 +268,7 @@ TEST_CASE("amqp transport: a lost connection moves on to the next endpoint at on
         return t.connected_endpoint() == endpoint{"127.0.0.1", second.port()};
     }));
     CHECK(t.is_connected());
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
     server_thread.join();
     CHECK(declared_first == q.name);
     CHECK(declared_second == q.name);
@@ -305,7 +291,7 @@ TEST_CASE("amqp transport: shuffle_endpoints false keeps the order written",
     CHECK((*log)[0].listener == 0);
     CHECK((*log)[1].listener == 1);
     CHECK((*log)[2].listener == 2);
-    CHECK(close_transport(c, t) == std::error_code{});
+    CHECK(amqp_test::close_transport(c, t) == std::error_code{});
 }
 
 TEST_CASE("amqp transport: the failover example of docs/amqp.md compiles and lists its endpoints",
