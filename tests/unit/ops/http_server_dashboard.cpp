@@ -199,7 +199,7 @@ TEST_CASE("http_server: GET /consumers serves each named consumer's counts and r
 }
 
 TEST_CASE("http_server: GET /topology/findings runs the check off the strand",
-          "[ops][http_server]") {
+          "[ops][http_server][threads]") {
     using letterbox::lint::severity;
     fixture f(false);
     std::atomic<int> mode{0}; // 0: findings, 1: throws, 2: slow
