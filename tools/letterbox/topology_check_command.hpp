@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -141,12 +142,21 @@ inline bool looks_like_definitions(const nlohmann::json& root) {
 /// Reads FILE for `topology check`. Throws `usage_failure` for a file that cannot be read or
 /// parsed, with the reason (never the file's contents beyond a name or a path in it).
 inline topology_check_input read_topology_check_input(const topology_check_arguments& a) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(a.file, ec))
+        throw usage_failure("'" + shown(a.file) + "' is a directory; FILE is a JSON file");
     std::ifstream in(a.file, std::ios::binary);
     if (!in)
         throw usage_failure("cannot read '" + shown(a.file) + "'; check the FILE argument");
-    std::ostringstream text;
-    text << in.rdbuf();
-    const std::string body = std::move(text).str();
+    // At most one byte more than a definitions export may hold: a file that never ends
+    // (/dev/zero, a pipe) or a huge one is refused without reading it all.
+    std::string body(lint::max_definitions_size + 1, '\0');
+    in.read(body.data(), static_cast<std::streamsize>(body.size()));
+    body.resize(static_cast<std::size_t>(in.gcount()));
+    if (body.size() > lint::max_definitions_size)
+        throw usage_failure("'" + shown(a.file) + "' is larger than " +
+                            std::to_string(lint::max_definitions_size / (1024 * 1024)) +
+                            " MiB, more than a topology check reads");
 
     std::string format = a.format.value_or("");
     if (format.empty()) {
