@@ -17,3 +17,4 @@
 #include <letterbox/ops/metrics_registry.hpp>
 #include <letterbox/ops/readiness.hpp>
 #include <letterbox/ops/relay_lag_check.hpp>
+#include <letterbox/ops/topology_lint_check.hpp>
