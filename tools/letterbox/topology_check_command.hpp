@@ -28,11 +28,13 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -108,6 +110,8 @@ inline topology_check_arguments parse_topology_check_arguments(std::span<const s
     a.password_file = p.get("password-file");
     if (a.password_file && !a.url)
         throw usage_failure("--password-file is for --url");
+    if (p.get("timeout") && !a.url)
+        throw usage_failure("--timeout is for --url");
     if (const auto t = p.get("timeout"))
         a.timeout = std::chrono::seconds{parse_count("timeout", *t, 86'400)};
     if (a.timeout.count() == 0)
@@ -126,13 +130,26 @@ struct topology_check_input {
 
 namespace detail {
 
-/// Whether the JSON text looks like a RabbitMQ definitions export rather than a letterbox
-/// topology file: it has a member that only exports have.
+/// Whether the JSON text is a RabbitMQ definitions export rather than a letterbox topology
+/// file: it has a member that only exports have. Anything else is read as a topology file,
+/// whose parser names an unknown member (a typo such as "queue") instead of ignoring it.
 inline bool looks_like_definitions(const nlohmann::json& root) {
+    static constexpr std::array<std::string_view, 12> export_members{"rabbit_version",
+                                                                     "rabbitmq_version",
+                                                                     "product_version",
+                                                                     "product_name",
+                                                                     "vhosts",
+                                                                     "users",
+                                                                     "permissions",
+                                                                     "topic_permissions",
+                                                                     "policies",
+                                                                     "parameters",
+                                                                     "global_parameters",
+                                                                     "rabbitmq_definition_format"};
     if (!root.is_object())
         return false;
-    for (const auto& [key, value] : root.items())
-        if (key != "exchanges" && key != "queues" && key != "bindings")
+    for (const auto& m : export_members)
+        if (root.contains(std::string(m)))
             return true;
     return false;
 }
@@ -143,8 +160,12 @@ inline bool looks_like_definitions(const nlohmann::json& root) {
 /// parsed, with the reason (never the file's contents beyond a name or a path in it).
 inline topology_check_input read_topology_check_input(const topology_check_arguments& a) {
     std::error_code ec;
-    if (std::filesystem::is_directory(a.file, ec))
+    const auto status = std::filesystem::status(a.file, ec);
+    if (!ec && std::filesystem::is_directory(status))
         throw usage_failure("'" + shown(a.file) + "' is a directory; FILE is a JSON file");
+    if (!ec && !std::filesystem::is_regular_file(status))
+        throw usage_failure("'" + shown(a.file) +
+                            "' is not a regular file (a pipe or a device); FILE is a JSON file");
     std::ifstream in(a.file, std::ios::binary);
     if (!in)
         throw usage_failure("cannot read '" + shown(a.file) + "'; check the FILE argument");
@@ -160,7 +181,13 @@ inline topology_check_input read_topology_check_input(const topology_check_argum
 
     std::string format = a.format.value_or("");
     if (format.empty()) {
-        // Not JSON at all: the definitions parser says where it fails.
+        // The nesting is bounded before anything parses the text; text that is not JSON at all
+        // is left to the definitions parser, which says where it fails.
+        try {
+            lint::detail::check_nesting(body);
+        } catch (const letterbox::error& e) {
+            throw usage_failure("'" + shown(a.file) + "': " + e.what());
+        }
         format = "definitions";
         try {
             if (!detail::looks_like_definitions(nlohmann::json::parse(body)))
@@ -228,14 +255,11 @@ check_over_profiles(const lint::broker_topology& t,
                     std::span<const in_memory::broker_profile> profiles,
                     std::span<const lint::consumer_settings> consumers) {
     std::vector<lint::finding> out;
+    std::set<std::tuple<std::string, std::vector<std::string>, lint::severity>> seen;
     for (const auto& p : profiles)
-        for (auto& f : lint::check_topology(t, p, consumers)) {
-            bool seen = false;
-            for (const auto& g : out)
-                seen = seen || (g.code == f.code && g.objects == f.objects && g.level == f.level);
-            if (!seen)
+        for (auto& f : lint::check_topology(t, p, consumers))
+            if (seen.emplace(f.code, f.objects, f.level).second)
                 out.push_back(std::move(f));
-        }
     std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
         return static_cast<int>(x.level) > static_cast<int>(y.level);
     });
@@ -304,14 +328,16 @@ inline int report_topology_check(const topology_check_arguments& a,
         auto findings = check_over_profiles(t, profiles, input.consumers);
         if (i < live.size())
             findings.insert(findings.begin(), live[i].begin(), live[i].end());
-        // Names come from the file (a hostile one may hold control characters): each text is
-        // escaped to one line here, so that the report's own line breaks are the only ones.
-        for (auto& f : findings) {
-            for (auto& o : f.objects)
-                o = printable(o);
-            f.why = printable(f.why);
-            f.fix = printable(f.fix);
-        }
+        // Names come from the file (a hostile one may hold control characters): in the text
+        // report each text is escaped to one line, so that the report's own line breaks are
+        // the only ones. JSON escapes them itself, and keeps the names as they are.
+        if (!a.json)
+            for (auto& f : findings) {
+                for (auto& o : f.objects)
+                    o = printable(o);
+                f.why = printable(f.why);
+                f.fix = printable(f.fix);
+            }
         status = std::max(status, lint::exit_status(findings));
         std::string names;
         nlohmann::json name_list = nlohmann::json::array();

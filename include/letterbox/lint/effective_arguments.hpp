@@ -109,7 +109,7 @@ inline field_table merge_policy(const field_table& arguments, const field_table&
 } // namespace detail
 
 /// A queue's arguments as the broker uses them: its declared `x-` arguments merged with the
-/// policy that applies to it and the operator policy that applies to it (RabbitMQ 3.12+):
+/// policy that applies to it and the operator policy that applies to it (as RabbitMQ 3.10 to 4.x):
 ///
 /// - the policy that applies is the one of highest priority (the first listed on a tie, where
 ///   RabbitMQ picks either) among those whose pattern, an unanchored regular expression,

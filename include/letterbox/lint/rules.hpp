@@ -89,7 +89,8 @@ inline constexpr std::array<rule, 18> rules{{
      "dead-letter exchange vanishes\"."},
     {codes::dlx_cycle, severity::error, "dead-letter cycle without a rejection",
      "Queues dead-letter into each other by expiry (or overflow) only, with no rejection in the "
-     "cycle, so RabbitMQ drops the message on its second visit to a queue of the cycle.",
+     "cycle, so RabbitMQ drops the message on its second visit to a queue of the cycle (a "
+     "warning when no consumer settings say what consumes the queues).",
      "Break the cycle: end it in a dead-letter queue, or let a consumer reject in one of its "
      "queues.",
      &detail::every_version,
@@ -114,7 +115,8 @@ inline constexpr std::array<rule, 18> rules{{
     {codes::requeue_unbounded, severity::warning, "requeue without a limit",
      "A consumer requeues what fails without limiting attempts, so a poison message is "
      "redelivered forever: an error on a classic queue (no delivery limit) or a quorum queue "
-     "without an effective limit, a warning on a quorum queue whose delivery limit ends it.",
+     "without an effective limit (on 4.3 a basic.nack requeue, which letterbox uses, no longer "
+     "counts toward it), a warning on a quorum queue whose delivery limit ends it.",
      "Limit the attempts (a retry policy's max_attempts) and dead-letter what is left, or give "
      "the quorum queue an x-delivery-limit and a dead-letter exchange.",
      &detail::every_version,
@@ -123,8 +125,9 @@ inline constexpr std::array<rule, 18> rules{{
      "classic-queues#features (\"Classic queues do not support poison message handling\")."},
     {codes::qq_delivery_limit_default, severity::warning, "quorum queue default delivery limit",
      "From RabbitMQ 4.0 a quorum queue without a delivery limit has one of 20: a message returned "
-     "20 times is dead-lettered, or dropped when the queue has no dead-letter exchange or is "
-     "itself a dead-letter queue that is scanned by requeueing.",
+     "20 times is dead-lettered, or dropped when the queue has no dead-letter exchange (a "
+     "warning); an error for a dead-letter queue on 4.0-4.2, whose scans requeue with "
+     "basic.nack, which counts there (4.3 counts only rejects and lost channels).",
      "Set x-delivery-limit (or a delivery-limit policy) to what the consumer needs, with a "
      "dead-letter exchange; on dead-letter queues use a delivery-limit -1 policy (4.0+).",
      &detail::has_default_delivery_limit,
@@ -220,7 +223,8 @@ inline constexpr std::array<rule, 18> rules{{
      "Split the policy in one per queue type (apply-to classic_queues / quorum_queues) with only "
      "the keys that type supports.",
      &detail::every_version,
-     "rabbit_queue_type.erl is_policy_applicable (3.12 to 4.x); rabbitmq-server#7350."},
+     "rabbit_policy.erl matches/2 (v3.10.0) and rabbit_queue_type.erl is_policy_applicable "
+     "(v4.0.0); rabbitmq-server#7350."},
     {codes::policy_pattern, severity::warning, "policy pattern invalid",
      "A policy pattern that is not a valid regular expression (or is too long to check) matches "
      "nothing here, so the lint cannot tell what it applies to.",

@@ -144,16 +144,24 @@ inline void check_dlx_cycle(lint_context& c) {
                 kept[i].push_back(j);
         edges[i] = kept[i];
     }
+    // With the application's consumers given, a queue none of them consumes is not consumed:
+    // a message in the cycle expires, and is lost. Without them (a definitions export), the
+    // message is lost only if it expires in each queue, which the lint cannot know.
+    const bool consumers_known = !c.consumers.empty();
     for (const auto& cycle : cyclic_components(edges)) {
         const bool one = cycle.size() == 1;
-        c.report(codes::dlx_cycle, severity::error, queue_objects(c, cycle),
+        c.report(codes::dlx_cycle, consumers_known ? severity::error : severity::warning,
+                 queue_objects(c, cycle),
                  (one ? "Queue " + name_list(c, cycle) +
                             " dead-letters expired messages back "
                             "into itself"
                       : "Queues " + name_list(c, cycle) +
                             " dead-letter into each other by expiry only") +
                      ", with no rejection in the cycle, so RabbitMQ drops a message the second "
-                     "time it reaches a queue of the cycle.",
+                     "time it reaches a queue of the cycle" +
+                     (consumers_known ? std::string(".")
+                                      : std::string(" (a message that expires in each of them; "
+                                                    "no consumer settings were given).")),
                  "End the chain in a dead-letter queue without a message TTL, or have a "
                  "consumer reject in one of its queues.");
     }

@@ -47,13 +47,15 @@ inline bool applies_to_kind(std::string_view apply_to, queue_kind k) noexcept {
 /// Whether queues of this kind support the policy key (`unsupported_policies` of the queue
 /// type's capabilities; docs: "Policies containing QQ and CMQ rules are ignored", #7350).
 inline bool supports_key(queue_kind k, std::string_view key) noexcept {
+    // The `unsupported_policies` of rabbit_classic_queue and rabbit_quorum_queue's
+    // capabilities (v3.10.0 and v4.0.0 alike, but for the in-memory limits 4.0 added).
     constexpr std::string_view stream_keys[] = {"max-age", "stream-max-segment-size-bytes",
-                                                "stream-filter-size-bytes"};
+                                                "initial-cluster-size"};
     constexpr std::string_view classic_unsupported[] = {"delivery-limit", "dead-letter-strategy",
                                                         "max-in-memory-length",
                                                         "max-in-memory-bytes", "target-group-size"};
-    constexpr std::string_view quorum_unsupported[] = {"max-priority", "queue-mode",
-                                                       "queue-master-locator"};
+    constexpr std::string_view quorum_unsupported[] = {
+        "max-priority", "queue-mode", "single-active-consumer", "queue-master-locator"};
     auto in = [&](const auto& list) {
         for (auto s : list)
             if (s == key)

@@ -27,12 +27,15 @@ inline void check_requeue_unbounded(lint_context& c) {
         const auto i = c.routes.queue_index(s.queue);
         const queue_facts* f = i ? &c.facts[*i] : nullptr;
         std::optional<std::int64_t> limit;
-        if (f && f->kind == queue_kind::quorum) {
+        const bool quorum = f && f->kind == queue_kind::quorum;
+        // letterbox's consumers requeue with basic.nack, which 4.3 no longer counts toward the
+        // delivery limit (only basic.reject and lost channels do).
+        const bool nack_counts = c.profile.nack_increments_delivery_count;
+        if (quorum && nack_counts) {
             limit = f->delivery_limit ? f->delivery_limit : c.profile.quorum_default_delivery_limit;
             if (limit && *limit < 0 && c.profile.quorum_negative_delivery_limit_is_unlimited)
                 limit.reset();
         }
-        const bool quorum = f && f->kind == queue_kind::quorum;
         std::string why = "The consumer of " + single_quoted(s.queue) +
                           " requeues what fails without a limit on attempts, so a poison "
                           "message ";
@@ -41,8 +44,12 @@ inline void check_requeue_unbounded(lint_context& c) {
                    " times, as fast as it fails, before the quorum queue's delivery limit "
                    "ends it.";
         else
-            why += quorum ? "is redelivered forever (the quorum queue has no delivery limit)."
-                          : "is redelivered forever (a classic queue has no delivery limit).";
+            why += !quorum ? "is redelivered forever (a classic queue has no delivery limit)."
+                   : nack_counts
+                       ? "is redelivered forever (the quorum queue has no delivery limit)."
+                       : "is redelivered forever (on this version a requeue by basic.nack, "
+                         "which letterbox's consumers use, does not count toward the quorum "
+                         "queue's delivery limit).";
         std::vector<std::string> objects{consumer_object(s.queue)};
         if (i)
             objects.push_back(c.queue_object(*i));
@@ -65,8 +72,10 @@ inline void check_delivery_limit_default(lint_context& c) {
             (f.message_ttl && f.dead_letter_exchange))
             continue;
         const auto& name = c.queue(i).name;
-        const bool dead_letter_queue =
-            c.dead_letter_target[i] && !f.dead_letter_exchange && !f.message_ttl;
+        // A dead-letter queue is browsed by scans that requeue with basic.nack: each counts
+        // as a return where nacks count (up to 4.2), so its dead letters go after 20 scans.
+        const bool dead_letter_queue = c.dead_letter_target[i] && !f.dead_letter_exchange &&
+                                       !f.message_ttl && c.profile.nack_increments_delivery_count;
         std::string why = "Quorum queue " + single_quoted(name) +
                           " has no delivery limit, so from "
                           "RabbitMQ 4.0 it gets the default of " +
@@ -91,9 +100,11 @@ inline void check_delivery_limit_default(lint_context& c) {
             fix = "Set x-delivery-limit (or a delivery-limit policy) to the number of returns "
                   "the consumer should be allowed.";
         }
-        const bool lost = dead_letter_queue || !f.dead_letter_exchange;
-        c.report(codes::qq_delivery_limit_default, lost ? severity::error : severity::warning,
-                 {c.queue_object(i)}, why, fix);
+        // A work queue loses a message only after 20 returns (crashes, lost channels): a
+        // warning. A dead-letter queue loses its dead letters to 20 scans: an error.
+        c.report(codes::qq_delivery_limit_default,
+                 dead_letter_queue ? severity::error : severity::warning, {c.queue_object(i)}, why,
+                 fix);
     }
 }
 
