@@ -31,7 +31,8 @@ measure() { # <label> <source file> [extra compiler flags...]
 }
 
 umbrella() { # <header>: a translation unit that only includes it
-    local header=$1 tu="$scratch/$(basename "$1" .hpp).cpp"
+    local header=$1 tu
+    tu="$scratch/$(basename "$1" .hpp).cpp"
     printf '#include <%s>\nint main() {}\n' "$header" >"$tu"
     measure "#include <$header>" "$tu"
 }
