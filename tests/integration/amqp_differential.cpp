@@ -473,7 +473,8 @@ trace x_death_history(World& w, const std::string& prefix) {
 /// after its first lap and drops it on the second. LB-DLX-CYCLE: in a ring of queues that only
 /// expire, the message is dropped on its way back into the first. LB-DLX-MISSING: a dead letter
 /// to an exchange that does not exist is dropped. LB-DLX-UNROUTABLE: one that its exchange
-/// routes nowhere is dropped, while one with a bound key arrives.
+/// routes nowhere is dropped, while one with a bound key arrives. LB-QQ-DELIVERY-LIMIT-NEGATIVE:
+/// a quorum queue with a delivery limit of -1 dead-letters a message at its first return.
 template <class World>
 trace lint_dead_letter_traps(World& w, const std::string& prefix) {
     using std::chrono::milliseconds;
@@ -538,6 +539,21 @@ trace lint_dead_letter_traps(World& w, const std::string& prefix) {
     s.await_depth(sink, 1);
     s.drain(sink);
     s.depth(unroutable);
+
+    // LB-QQ-DELIVERY-LIMIT-NEGATIVE: before 4.0 a quorum queue with x-delivery-limit -1
+    // dead-letters a message at its first return.
+    const auto negative = s.name("limit-minus-one");
+    const auto negative_dlq = s.name("limit-minus-one-dlq");
+    s.declare_queue(negative_dlq);
+    auto minus_one = dead_lettering_to("", negative_dlq, queue_type::quorum);
+    minus_one.delivery_limit = -1;
+    s.declare_queue(negative, minus_one);
+    s.publish("", negative, "returned once");
+    if (auto d = s.get(negative))
+        s.nack(*d, true);
+    s.await_depth(negative_dlq, 1);
+    s.depth(negative);
+    s.drain(negative_dlq);
     s.close();
     return out;
 }
