@@ -148,12 +148,7 @@ test-deps:
 # LETTERBOX_AMQP_URL naming the servers. The full ASan ctest run goes last, so its summary is the
 # last line of the tests. The servers stop after them, also when a test fails or make is
 # interrupted (postgres.sh run and rabbitmq.sh run trap EXIT, INT, TERM and HUP).
-# The two builds run side by side, each with $(JOBS) jobs: each one ends with its longest
-# compiles running alone, and the other build's compiles fill the idle core meanwhile
-# (docs/testing.md, "Compile time"). MAKEFLAGS= keeps each build's own -j from this make's
-# job server.
-test: deps test-deps
-	$(MAKE) --no-print-directory -j2 asan-build tsan-build
+test: deps test-deps asan-build tsan-build
 	$(WITH_CLUSTER) $(run_cluster_tests)
 	$(WITH_SERVICES) $(SHELL) -c '$(run_tsan_tests) && $(run_asan_tests)'
 
@@ -192,7 +187,7 @@ asan-build:
 	    "-DCMAKE_CXX_FLAGS=$(ASAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)" \
 	    "-DLETTERBOX_FULL_CHECK_FLAGS=$(FULL_CHECK_FLAGS)" "-DLETTERBOX_EXAMPLE_FLAGS=$(EXAMPLE_FLAGS)" \
 	    "-DCMAKE_EXE_LINKER_FLAGS=$(ASAN_LINK_FLAGS)"
-	MAKEFLAGS= $(CMAKE) --build $(BUILD)/asan -j$(JOBS)
+	$(CMAKE) --build $(BUILD)/asan -j$(JOBS)
 
 # The ThreadSanitizer build compiles the 15 or so sources with [threads] tests, in batches of 5
 # so that its two largest batches build side by side (10 unit test files were one batch of 164 s
@@ -204,7 +199,7 @@ tsan-build:
 	    -DLETTERBOX_TEST_BATCH_SIZE=$(TSAN_BATCH_SIZE) -DLETTERBOX_BUILD_TOOLS=OFF \
 	    -DLETTERBOX_BUILD_EXAMPLES=OFF -DLETTERBOX_INSTALL=OFF -DLETTERBOX_WITH_SQLITE=ON -DLETTERBOX_WITH_POSTGRES=ON -DLETTERBOX_WITH_OPS=ON $(AMQP_OPTION) \
 	    "-DCMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZER_DEBUG_FLAGS)"
-	MAKEFLAGS= $(CMAKE) --build $(BUILD)/tsan -j$(JOBS)
+	$(CMAKE) --build $(BUILD)/tsan -j$(JOBS)
 
 # The PR tier: LETTERBOX_EXTENDED (the extended tier's switch) is cleared for these runs.
 # -LE cluster: the cluster test needs the three nodes of run_cluster_tests, not the one broker.
