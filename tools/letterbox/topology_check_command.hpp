@@ -16,6 +16,7 @@
 #include <letterbox/lint/parse_definitions.hpp>
 #include <letterbox/lint/report.hpp>
 #include <letterbox/transport/in_memory/broker_profile.hpp>
+#include <letterbox/transport/in_memory/profile_for_version.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +31,6 @@
 #include <ostream>
 #include <set>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -215,35 +215,14 @@ inline topology_check_input read_topology_check_input(const topology_check_argum
     return out;
 }
 
-/// The profiles to check against: the one named, else the one of the export's version, else
-/// all of them.
+/// The profiles to check against: the one named, else the one of the export's version (the
+/// nearest, for a version without a profile of its own), else all of them.
 inline std::vector<in_memory::broker_profile> profiles_for_check(const topology_check_arguments& a,
                                                                  const lint::broker_topology& t) {
     if (a.profile)
         return {*in_memory::broker_profile::named(*a.profile)};
-    if (!t.rabbit_version.empty()) {
-        // "3.10.8" -> "3.10"; 3.13.0-3.13.2 -> "3.13.0"; 3.11 and 3.12 -> "3.10" (their
-        // behaviours are 3.10's); 4.1 and 4.2 -> "4.0"; later 4.x -> "4.3".
-        unsigned major = 0, minor = 0, patch = 0;
-        char dot1 = 0, dot2 = 0;
-        std::istringstream v(t.rabbit_version);
-        v >> major >> dot1 >> minor;
-        if (v && dot1 == '.') {
-            if (!(v >> dot2 >> patch) || dot2 != '.')
-                patch = 0;
-            const char* name = nullptr;
-            if (major == 3 && minor >= 10 && minor <= 12)
-                name = "3.10";
-            else if (major == 3 && minor == 13)
-                name = patch <= 2 ? "3.13.0" : "3.13";
-            else if (major == 4 && minor <= 2)
-                name = "4.0";
-            else if (major == 4)
-                name = "4.3";
-            if (name)
-                return {*in_memory::broker_profile::named(name)};
-        }
-    }
+    if (!t.rabbit_version.empty())
+        return {in_memory::profile_for_version(t.rabbit_version).profile};
     const auto all = in_memory::broker_profile::known();
     return {all.begin(), all.end()};
 }
